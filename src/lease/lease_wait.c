@@ -10,7 +10,8 @@
  * kept as an orphan, which the waiter takes back as it registers: one handed
  * over in-process answers it without a script call, one rung makes it look.
  * A first call that got no reply leaves its lease, which Redis may grant or
- * queue all the same, to the janitor to drop (doorbell_add_unanswered).
+ * queue all the same, to the janitor to drop (doorbell_add_unanswered); one
+ * that Redis refused before running it (a cluster down) leaves none.
  * It then parks between attempts; an attempt the doorbell woke (a grant from
  * another gateway, held for the claim window) first claims it with a lean
  * script (LEASE_ACQUIRE_RUNG). A passed deadline gives up but keeps a grant that
@@ -97,6 +98,13 @@ void lease_drop_if_unanswered(const struct lease_ops *kind, const char *name, co
 {
     if (err->code == FG_ERR_BACKEND_UNAVAILABLE && request_id[0] == '\0')
         doorbell_add_unanswered((char)kind->token_kind, lease_id, name, attach);
+}
+
+void lease_acquire_failed(const struct lease_ops *kind, const char *name, const char *lease_id,
+                          const char *attach, const char *request_id, const struct fg_error *err)
+{
+    if (!err->not_run)
+        lease_drop_if_unanswered(kind, name, lease_id, attach, request_id, err);
 }
 
 int lease_drop(const struct lease_ops *kind, const char *name, const char *lease_id,
@@ -392,7 +400,7 @@ enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
         return PARK_STEP_ANSWER;
     if (kind->acquire(name, p, lease_id, may_wait ? LEASE_ACQUIRE_QUEUE : LEASE_ACQUIRE_ONCE,
                       attach, &end->res, &end->err) != 0) {
-        lease_drop_if_unanswered(kind, name, lease_id, attach, p->request_id, &end->err);
+        lease_acquire_failed(kind, name, lease_id, attach, p->request_id, &end->err);
         return PARK_STEP_ANSWER;
     }
     if (may_wait && end->res.outcome == LEASE_QUEUED)

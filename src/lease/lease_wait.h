@@ -62,6 +62,12 @@ void lease_drop_if_unanswered(const struct lease_ops *kind, const char *name, co
                               const char *attach, const char *request_id,
                               const struct fg_error *err);
 
+/* lease_drop_if_unanswered after the first call of an acquire of lease_id failed with err, but
+ * for a call Redis answered without running it (fg_error.not_run: a cluster down, a server
+ * loading, read-only or out of memory): that made no lease, and leaves none to drop. */
+void lease_acquire_failed(const struct lease_ops *kind, const char *name, const char *lease_id,
+                          const char *attach, const char *request_id, const struct fg_error *err);
+
 /* Drops lease_id on name as the attempt attach's, whatever its state (queued, granted, claimed;
  * a retry that took it over keeps it), *res the cancel's answer. A cancel that got no reply (503)
  * is left to the janitor, which drops the lease once Redis answers (doorbell_add_unanswered):

@@ -328,15 +328,22 @@ static int ask(struct lockset_wait *ls, const struct acquire_params *ap, struct 
                         &ls->err);
 }
 
-/* The call asking for lock next failed (ls->err). One that got no reply (503: its deadline
- * passed, its connection broke) may reach Redis all the same and be granted or queued, its answer
- * dropped: as a single acquire's, that lease goes to the janitor to drop, so that the set's 503
- * waits for no cancel of it; a set with a request_id leaves it to its retry, which finds it. The
- * set gives back the locks it took, and the place it queued in when Redis answered the call. */
-static void ask_failed(struct lockset_wait *ls)
+/* The call asking for lock next failed (ls->err); first: the lock's first ask. One that got no
+ * reply (503: its deadline passed, its connection broke) may reach Redis all the same and be
+ * granted or queued, its answer dropped: as a single acquire's, that lease goes to the janitor to
+ * drop, so that the set's 503 waits for no cancel of it; a set with a request_id leaves it to its
+ * retry, which finds it. A first ask that Redis refused before running it made no lease
+ * (lease_acquire_failed); a later one leaves the place an earlier ask queued in to the janitor
+ * all the same. The set gives back the locks it took, and the place it queued in when Redis
+ * answered the call. */
+static void ask_failed(struct lockset_wait *ls, bool first)
 {
-    lease_drop_if_unanswered(&lease_lock_ops, ls->set.names[ls->next], ls->leases[ls->next],
+    if (first)
+        lease_acquire_failed(&lease_lock_ops, ls->set.names[ls->next], ls->leases[ls->next],
                              ls->attach, ls->params.request_id, &ls->err);
+    else
+        lease_drop_if_unanswered(&lease_lock_ops, ls->set.names[ls->next], ls->leases[ls->next],
+                                 ls->attach, ls->params.request_id, &ls->err);
     abandon(ls, ls->waits && ls->err.code != FG_ERR_BACKEND_UNAVAILABLE);
 }
 
@@ -369,8 +376,9 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
         struct acquire_params ap = ls->params;
         ap.request_id = ls->rids[ls->next];
         struct lease_result res;
+        bool first = !ls->asked_next;
         if (ask(ls, &ap, &res) != 0) {
-            ask_failed(ls);
+            ask_failed(ls, first);
             return PARK_TRY_ANSWERED;
         }
         if (res.outcome == LEASE_SUPERSEDED) /* a retry through another gateway took it over */

@@ -27,11 +27,19 @@ int fg_fail(struct fg_error *err, enum fg_code code, const char *fmt, ...)
     if (err == NULL)
         return -1;
     err->code = code;
+    err->not_run = false;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     utf8_trim_cut(err->msg); /* a message over msg ends with whole characters */
+    return -1;
+}
+
+int fg_not_run(struct fg_error *err)
+{
+    if (err != NULL)
+        err->not_run = true;
     return -1;
 }
 

@@ -9,6 +9,7 @@
 #ifndef FG_ERROR_H
 #define FG_ERROR_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -57,15 +58,24 @@ enum fg_code { FG_CODES(FG_CODE_ENUM) FG_CODE_COUNT };
 struct fg_error {
     enum fg_code code; /* FG_OK until something fails */
     char msg[256];     /* what failed, for the problem detail or the log */
+    bool not_run;      /* the backend answered and did not run the call (fg_not_run) */
 };
 
-/* Records code and a printf-style message in err (which may be NULL); returns -1
- * so that callers can write `return fg_fail(err, ...);`. A message longer than
+/* Records code and a printf-style message in err (which may be NULL), and
+ * clears its not_run; returns -1 so that callers can write
+ * `return fg_fail(err, ...);`. A message longer than
  * msg is cut before the character that would not fit whole, so that a key or
  * a name of UTF-8 text at its end leaves text, which a problem detail must be;
  * a name cut inside the message is cut with utf8_cut_len (util/utf8.h). */
 int fg_fail(struct fg_error *err, enum fg_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Marks err, just filled by fg_fail (which clears the mark), as a call the
+ * backend answered without running it: Redis refused it before it ran (a
+ * cluster down, a slot that no primary serves or that keeps moving, a server
+ * loading, read-only or out of memory), so it changed nothing, where a call
+ * that got no reply may have run all the same. Returns -1. */
+int fg_not_run(struct fg_error *err);
 
 /* Stable problem name ("invalid_name", ...), HTTP status and problem title
  * ("Invalid name", ...) of an error code (static strings). */

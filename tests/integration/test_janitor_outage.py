@@ -10,7 +10,8 @@ acquires it then grants are given back. And a place kept for a retry whose time 
 stopped leaves its queue once Redis runs again. A request's own give-back that gets no reply (a grant whose
 client has gone) is left to the janitor, which gives it back once Redis answers. And a primary that runs the
 acquires of many locks only after they were answered 503 has every one of those locks given back, up to as many
-as the gateway's list keeps (limits.max_waiters + 32 a HTTP thread); the rest are logged and counted.
+as the gateway's list keeps (limits.max_waiters + 32 a HTTP thread); the rest are logged and counted. An acquire
+that Redis refuses before running it (out of memory) made no lease, and leaves the janitor nothing to give back.
 
 Broken variants caught: a janitor that gave back every due lease in turn spent twelve deadlines on them,
 and the parked waiter was answered after about 13 s where its wait_ms was 3 s; a give-back that met the
@@ -18,7 +19,8 @@ outage was logged and forgotten, and the twelve locks Redis granted once it ran 
 60 s ttl_ms, and the kept place stayed in its queue, counted in `waiting`, until its wait_ms; a grant whose
 client had gone, and whose give-back got no reply, stayed held to its ttl_ms; a list of leases to give back
 of a fixed 1024 entries forgot the rest without a word, and of 1400 locks granted late hundreds stayed held
-for their 60 s ttl_ms.
+for their 60 s ttl_ms; the lease of an acquire Redis refused went to the janitor as an unanswered one's, whose
+drop Redis refused in turn every GIVE_BACK_RETRY_MS, each time logged as `orphan_grant`, to drop nothing.
 
 Owns: the lease janitor's give-backs while Redis is silent. Must not: test one request's time on a silent
 Redis (test_redis_deadline.py) or an idle janitor's sleep (test_janitor_sleep.py).
@@ -35,7 +37,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, TcpProxy, metric, private_backends, skip_in_cluster, wait_for  # noqa: E402
+from harness import Client, Gateway, Redis, TcpProxy, metric, private_backends, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
 from test_grant_delivery import raw_post, reset  # noqa: E402
 from test_redis_deadline import gateway_behind_proxy, process_id  # noqa: E402
@@ -44,6 +46,7 @@ TIMEOUT_MS = 1000
 UNANSWERED = 12  # acquires answered 503 while Redis is stopped: each leaves a lease to give back
 WAIT_MS = 3000  # the parked waiter's wait, which ends while Redis is stopped
 KEPT_MS = 1000  # limits.kept_place_ms: a kept place's time runs out while Redis is stopped
+GIVE_BACK_RETRY_MS = 1000  # src/fglimits.h: a janitor's give-back that met an outage is tried again
 # The waiter's answer may take beyond its wait_ms: the janitor's liveness beat and one give-back that are
 # under way as its deadline comes, its own cancel, each a deadline on a silent Redis, and a loaded machine
 LATE_S = 3 * TIMEOUT_MS / 1000 + 2.0
@@ -213,6 +216,30 @@ class JanitorOutageTest(unittest.TestCase):
                              "acquires answered otherwise than 503 while Redis held them back")
             proxy.let_go()
             yield gw, names, clients
+
+    def test_an_acquire_redis_refused_leaves_nothing_to_give_back(self):
+        """Redis out of memory (maxmemory 1, noeviction) refuses every acquire before running it: each answers
+        503, a lock set's too, and for three GIVE_BACK_RETRY_MS the janitor logs no `orphan_grant`: it was handed
+        no lease to drop. Once Redis takes writes again, those locks are free."""
+        backends = private_backends(self, "janitor")
+        with Gateway(env_overrides=backends.env, config=CONFIG) as gw, Redis(port=backends.redis_port) as redis:
+            c = gw.client(timeout=60)
+            self.assertEqual(c.post(f"/v1/locks/{unique_name('refused-warm')}/acquire", {"ttl_ms": 1000}).status,
+                             200)  # Redis knows the scripts before it refuses writes
+            names = [unique_name(f"refused-{i}") for i in range(3)]
+            redis.cmd("CONFIG", "SET", "maxmemory", "1")
+            try:
+                for name in names:
+                    r = c.post(f"/v1/locks/{name}/acquire", {"wait_ms": 0, "ttl_ms": 60000})
+                    self.assertEqual(r.status, 503, gw.why(r))
+                r = c.post("/v1/locksets/acquire", {"names": names, "wait_ms": 1000, "ttl_ms": 60000})
+                self.assertEqual(r.status, 503, gw.why(r))  # refused as it asks for its first lock
+                time.sleep(3 * GIVE_BACK_RETRY_MS / 1000)
+            finally:
+                redis.cmd("CONFIG", "SET", "maxmemory", "0")
+            refused = [line for line in gw.log_text().splitlines() if '"orphan_grant"' in line]
+            self.assertEqual(refused, [], "the janitor dropped the leases of acquires Redis never ran")
+            self.assertEqual([n for n in names if c.get(f"/v1/locks/{n}").body["held"]], [])
 
 
 def each_client(clients, work):

@@ -96,6 +96,22 @@ static void fail_fills_the_error(void **state)
     assert_int_equal(fg_fail(NULL, FG_ERR_INTERNAL, "nowhere"), -1);
 }
 
+/* A call the backend answered without running it is marked so until the
+ * error is filled again: a later failure of the same err may have run. */
+static void not_run_marks_until_the_next_failure(void **state)
+{
+    (void)state;
+    struct fg_error err = {0};
+    fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "redis: CLUSTERDOWN The cluster is down");
+    assert_false(err.not_run);
+    assert_int_equal(fg_not_run(&err), -1);
+    assert_true(err.not_run);
+    assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
+    fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "redis: no reply by the call's deadline");
+    assert_false(err.not_run);
+    assert_int_equal(fg_not_run(NULL), -1);
+}
+
 /* A message over msg is cut before a character that would not fit whole: a
  * key of U+2713 (three bytes) named at its end leaves text, whatever byte the
  * cut falls on. */
@@ -124,6 +140,7 @@ int main(void)
         cmocka_unit_test(statuses_of_the_api),
         cmocka_unit_test(code_of_name),
         cmocka_unit_test(fail_fills_the_error),
+        cmocka_unit_test(not_run_marks_until_the_next_failure),
         cmocka_unit_test(fail_cuts_whole_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -128,7 +128,7 @@ static void a_failure_ends_every_call_out_and_breaks_the_connection(void **state
     pipe_take(&p, 1000, &n);
     push(&p, &queued);
     pipe_begin(&p, PIPE_READ);
-    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: gone"};
+    struct fg_error failure = {.code = FG_ERR_BACKEND_UNAVAILABLE, .msg = "redis: gone"};
     struct pipe_entry *failed = pipe_fail_sent(&p, &failure);
     assert_ptr_equal(failed, &e[0]);
     assert_ptr_equal(failed->next, &e[1]);
@@ -155,7 +155,7 @@ static void a_connection_that_cannot_be_made_fails_every_queued_call(void **stat
     push(&p, &a);
     push(&p, &b);
     pipe_begin(&p, PIPE_CONNECT);
-    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: cannot connect"};
+    struct fg_error failure = {.code = FG_ERR_BACKEND_UNAVAILABLE, .msg = "redis: cannot connect"};
     assert_ptr_equal(pipe_fail_queued(&p, &failure), &a);
     pipe_end(&p, PIPE_CONNECT);
     assert_int_equal(pipe_next(&p, &a), PIPE_FINISHED);
@@ -212,7 +212,7 @@ static void a_queued_call_withdrawn_is_never_written(void **state)
     struct pipe p;
     struct pipe_entry e[3] = {0};
     open_with(&p, e, 3);
-    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: late"};
+    struct fg_error failure = {.code = FG_ERR_BACKEND_UNAVAILABLE, .msg = "redis: late"};
     pipe_withdraw(&p, &e[1], &failure);
     assert_int_equal(pipe_next(&p, &e[1]), PIPE_FINISHED);
     assert_string_equal(e[1].failure.msg, "redis: late");
@@ -234,7 +234,7 @@ static void the_reply_of_a_call_withdrawn_out_is_dropped(void **state)
     open_with(&p, e, 3);
     size_t n;
     pipe_take(&p, 1000, &n);
-    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: late"};
+    struct fg_error failure = {.code = FG_ERR_BACKEND_UNAVAILABLE, .msg = "redis: late"};
     pipe_withdraw(&p, &e[0], &failure);
     pipe_withdraw(&p, &e[2], &failure);
     assert_int_equal(e[0].state, PIPE_DONE);
@@ -265,7 +265,7 @@ static void a_queued_call_reads_the_replies_nobody_waits_for(void **state)
     push(&p, &queued);
     assert_int_equal(pipe_next(&p, &queued), PIPE_WAIT); /* out's thread reads */
     assert_false(pipe_reads_on(&p, &queued));
-    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: late"};
+    struct fg_error failure = {.code = FG_ERR_BACKEND_UNAVAILABLE, .msg = "redis: late"};
     pipe_withdraw(&p, &out, &failure);
     assert_int_equal(pipe_next(&p, &queued), PIPE_READ); /* nobody else will */
     pipe_begin(&p, PIPE_READ);
@@ -287,7 +287,7 @@ static void numbers_start_again_on_a_new_connection(void **state)
     open_with(&p, e, 2);
     size_t n;
     pipe_take(&p, 1000, &n);
-    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: gone"};
+    struct fg_error failure = {.code = FG_ERR_BACKEND_UNAVAILABLE, .msg = "redis: gone"};
     pipe_withdraw(&p, &e[0], &failure);
     pipe_fail_sent(&p, &failure);
     pipe_closed(&p);

@@ -249,6 +249,7 @@ static void down_and_tryagain_answer_503(void **state)
         int before = fake.sends[3];
         assert_int_equal(run(r, "foo", &err), -1);
         assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
+        assert_true(err.not_run); /* Redis gives them before running a command */
         assert_non_null(strstr(err.msg, refusals[i]));
         assert_int_equal(fake.sends[3] - before, sends[i]);
     }
@@ -295,6 +296,7 @@ static void redirect_loop_ends(void **state)
     fake.loop = true;
     assert_int_equal(run(r, "foo", &err), -1);
     assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
+    assert_true(err.not_run); /* every answer was a redirect */
     assert_int_equal(fake.sends[1] + fake.sends[2] + fake.sends[3] + fake.sends[4] - before,
                      CLUSTER_MAX_REDIRECTS + 1);
     route_free(r);
@@ -313,6 +315,7 @@ static void failover_found_through_a_new_map(void **state)
             fake.owner[s] = 7004;
     assert_int_equal(run(r, "bar", &err), -1);
     assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
+    assert_false(err.not_run); /* no reply: it may have run */
     clock_sleep_ms(ROUTE_REFRESH_MIN_MS + 20);
     /* The seed is down; the map's other nodes are asked. */
     assert_int_equal(run(r, "bar", &err), 7004);

@@ -1059,7 +1059,7 @@ static redisReply *setup_call(int argc, const char **argv, const size_t *lens, s
 
 /* Runs argv (lens: their lengths, or NULL for C strings) on n's connection,
  * after ASKING when asking; a reply saying the server is no writable primary
- * fails. */
+ * fails, marked not run (fg_not_run: Redis gives it before running a command). */
 static redisReply *node_command(struct node *n, bool asking, int argc, const char **argv,
                                 const size_t *lens, struct fg_error *err)
 {
@@ -1074,6 +1074,7 @@ static redisReply *node_command(struct node *n, bool asking, int argc, const cha
     if (reply != NULL && reply_unavailable(reply)) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
+        fg_not_run(err);
         freeReplyObject(reply);
         reply = NULL;
     }
@@ -1296,12 +1297,15 @@ static void note_oom(void)
                 "memory is freed or maxmemory raised");
 }
 
-/* Fails unless reply is the answer text of script name: a string. */
+/* Fails unless reply is the answer text of script name: a string. A refusal
+ * for memory is marked not run (fg_not_run) when Redis gave it in place of
+ * the call ("OOM ..."): a function that may write is refused before it runs. */
 static int answer_text(const redisReply *reply, const char *name, struct fg_error *err)
 {
     if (reply->type == REDIS_REPLY_ERROR && is_oom(reply)) {
         note_oom();
-        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis is out of memory");
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis is out of memory");
+        return strncmp(reply->str, "OOM ", 4) == 0 ? fg_not_run(err) : -1;
     }
     if (reply->type == REDIS_REPLY_ERROR)
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: %s", name, reply->str);

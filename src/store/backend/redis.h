@@ -52,7 +52,10 @@ void redis_set_connect_hook(redis_connect_hook hook);
  * <NAME>_ARGV_* index (either may be NULL when its count is 0). Every entry
  * must be set. On success stores the decoded JSON result in *out (new
  * reference) and returns 0. A connection problem fails with
- * FG_ERR_BACKEND_UNAVAILABLE; a script error with FG_ERR_INTERNAL.
+ * FG_ERR_BACKEND_UNAVAILABLE, marked not run (fg_not_run) when Redis answered
+ * without running the script (CLUSTERDOWN, TRYAGAIN, a slot no primary
+ * serves, READONLY, MASTERDOWN, LOADING, OOM); a script error with
+ * FG_ERR_INTERNAL.
  */
 int redis_script(enum fg_script script, const char *const *keys, const char *const *argv,
                  json_t **out, struct fg_error *err) FG_WUR;

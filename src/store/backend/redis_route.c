@@ -170,7 +170,7 @@ int route_owner(struct route *r, unsigned slot, route_send_fn *send, void *ctx,
                 struct redis_endpoint *at, struct fg_error *err)
 {
     if (ensure_map(r, send, ctx, err) != 0)
-        return -1;
+        return fg_not_run(err);
     pthread_rwlock_rdlock(&r->lock);
     const struct cluster_node *owner = cluster_map_owner(&r->map, slot);
     if (owner != NULL)
@@ -179,7 +179,8 @@ int route_owner(struct route *r, unsigned slot, route_send_fn *send, void *ctx,
     if (owner != NULL)
         return 0;
     atomic_store(&r->stale, true);
-    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: no primary serves slot %u", slot);
+    fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: no primary serves slot %u", slot);
+    return fg_not_run(err);
 }
 
 int route_home_slot(struct route *r, unsigned slot, route_send_fn *send, void *ctx, unsigned *home,
@@ -247,6 +248,7 @@ redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, v
                     answer == CLUSTER_ANSWER_DOWN || answer == CLUSTER_ANSWER_TRYAGAIN
                         ? reply->str
                         : "the slot keeps moving");
+            fg_not_run(err); /* every reply was one Redis gives before running a command */
             freeReplyObject(reply);
             return NULL;
         case CLUSTER_STEP_BUG:

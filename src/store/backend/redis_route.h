@@ -60,7 +60,8 @@ void route_free(struct route *r);
  * returns the final reply (the caller's to free; it may be an error reply of
  * the command's own). NULL with err: FG_ERR_BACKEND_UNAVAILABLE when no node
  * serves the slot, the node did not answer, the cluster is down (CLUSTERDOWN),
- * the keys stayed split by a migration (TRYAGAIN) or the slot kept moving;
+ * the keys stayed split by a migration (TRYAGAIN) or the slot kept moving,
+ * each but the node's silence marked not run (fg_not_run: no node ran argv);
  * FG_ERR_INTERNAL for a command across slots (CROSSSLOT).
  */
 redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, void *ctx, int argc,
@@ -76,8 +77,9 @@ int route_refresh(struct route *r, route_send_fn *send, void *ctx, struct fg_err
 /*
  * Copies the primary that serves slot into *at: fetches the map first when
  * there is none, or when it is stale and due (as route_command). -1 with err
- * (FG_ERR_BACKEND_UNAVAILABLE, and the map marked stale) when no node serves
- * the slot.
+ * marked not run (fg_not_run) when no map could be had, or
+ * (FG_ERR_BACKEND_UNAVAILABLE, and the map marked stale) no node serves the
+ * slot.
  */
 int route_owner(struct route *r, unsigned slot, route_send_fn *send, void *ctx,
                 struct redis_endpoint *at, struct fg_error *err) FG_WUR;

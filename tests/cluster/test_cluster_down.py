@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A Redis Cluster that answers without running a call (docs/cluster.md, "The gateway's client"). Its cluster is
+one primary serving every slot and announcing a proxy's port (harness.TcpProxy) as its address, so every connection
+the gateway makes to it goes through the proxy.
+
+1. An acquire that the cluster refuses before running it (CLUSTERDOWN: a slot left unserved puts the cluster in
+   state fail) answers 503 and leaves nothing behind: it made no lease, so the janitor has none to drop, and logs
+   no `orphan_grant` while the cluster is down. An acquire that got no reply still leaves its lease to the janitor
+   (tests/integration/test_janitor_outage.py). Caught before the fix: the refused acquire's lease was handed to the
+   janitor to drop like an unanswered one's, and every round (GIVE_BACK_RETRY_MS) its drop met CLUSTERDOWN again
+   and logged `orphan_grant ... (tried again later)` until the cluster came back, to drop nothing.
+
+Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from cluster_lab import free_ports, redis_answers, resp, wait  # noqa: E402
+from harness import Gateway, TcpProxy, psql  # noqa: E402
+
+TIMEOUT_MS = 5000  # request_timeout_ms
+GIVE_BACK_RETRY_MS = 1000  # src/fglimits.h: a janitor's give-back that met an outage is tried again
+UNSERVED_SLOT = 0  # the slot left without an owner: the cluster is down
+
+
+class ClusterDownTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        base = os.environ.get("FG_TEST_DATA") or "/var/tmp"
+        os.makedirs(base, exist_ok=True)
+        cls.root = tempfile.mkdtemp(prefix="fencegate-down-", dir=base)
+        cls.port, bus = free_ports(2)
+        cls.proxy = TcpProxy(cls.port)
+        cls.node = subprocess.Popen(
+            ["redis-server", "--port", str(cls.port), "--cluster-port", str(bus), "--bind", "127.0.0.1",
+             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-announce-ip",
+             "127.0.0.1", "--cluster-announce-port", str(cls.proxy.port), "--dir", cls.root, "--save", "",
+             "--appendonly", "no", "--logfile", "redis.log"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, cwd=cls.root)
+        wait(lambda: redis_answers(cls.port), 15, "the cluster node")
+        resp(cls.port, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+        wait(lambda: "cluster_state:ok" in resp(cls.port, "CLUSTER", "INFO"), 15, "the one-node cluster")
+        # A database of its own: the slots of this cluster were never written (fencegate.fence_slots).
+        cls.db = f"fg_down_{uuid.uuid4().hex[:10]}"
+        psql(f'CREATE DATABASE "{cls.db}"')
+        cls.dsn = os.environ["FG_TEST_PG_DSN"].rsplit("/", 1)[0] + "/" + cls.db
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.close()
+        cls.node.kill()
+        cls.node.wait(10)
+        psql(f'DROP DATABASE "{cls.db}" WITH (FORCE)')
+        shutil.rmtree(cls.root, ignore_errors=True)
+
+    def gateway(self) -> Gateway:
+        gw = Gateway(env_overrides={"FENCEGATE_REDIS_URL": f"redis-cluster://127.0.0.1:{self.proxy.port}",
+                                    "FENCEGATE_PG_DSN": self.dsn},
+                     config={"request_timeout_ms": TIMEOUT_MS})
+        self.addCleanup(gw.stop)
+        return gw
+
+    def cluster_down(self):
+        """Leaves UNSERVED_SLOT without an owner (until cluster_up): every command is answered CLUSTERDOWN."""
+        resp(self.port, "CLUSTER", "DELSLOTS", str(UNSERVED_SLOT))
+        self.addCleanup(self.cluster_up)
+        wait(lambda: "cluster_state:fail" in resp(self.port, "CLUSTER", "INFO"), 15, "the cluster down")
+
+    def cluster_up(self):
+        resp(self.port, "CLUSTER", "ADDSLOTS", str(UNSERVED_SLOT))  # an error once it is served again
+        wait(lambda: "cluster_state:ok" in resp(self.port, "CLUSTER", "INFO"), 15, "the cluster up again")
+
+    @staticmethod
+    def logged(gw: Gateway, event: str) -> list[dict]:
+        return [json.loads(line) for line in gw.log_text().splitlines() if f'"{event}"' in line]
+
+    def test_1_an_acquire_refused_by_a_cluster_down_leaves_no_lease_to_drop(self):
+        gw = self.gateway()
+        r = gw.http("POST", f"/v1/locks/down-before-{uuid.uuid4().hex[:8]}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(r.status, 200, gw.why(r))
+        self.cluster_down()
+        names = [f"down-{i}-{uuid.uuid4().hex[:8]}" for i in range(3)]
+        for name in names:
+            r = gw.http("POST", f"/v1/locks/{name}/acquire", {"wait_ms": 0, "ttl_ms": 60000})
+            self.assertEqual(r.status, 503, gw.why(r))
+            self.assertIn("CLUSTERDOWN", gw.why(r), "the cause of the 503 is logged")
+        # The janitor gives an unanswered acquire's lease back ORPHAN_GRACE_MS (200 ms) after its answer, and
+        # again every GIVE_BACK_RETRY_MS while Redis refuses the drop.
+        time.sleep(3 * GIVE_BACK_RETRY_MS / 1000)
+        self.assertEqual([e.get("detail") for e in self.logged(gw, "orphan_grant")], [],
+                         f"the janitor dropped the leases of acquires the cluster never ran: {gw.log_path}")
+        self.cluster_up()
+        for name in names:
+            r = gw.http("GET", f"/v1/locks/{name}")
+            self.assertEqual((r.status, r.body.get("held")), (200, False), gw.why(r))
+
+
+if __name__ == "__main__":
+    unittest.main()
