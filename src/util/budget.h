@@ -12,9 +12,11 @@
  * clean-up inside a handler between budget_set_aside and budget_restore (a
  * wait giving up its place, a lock set giving back the locks it took, once a
  * call spent the request's time: given none, their cancels would never be
- * written). Postgres draws nothing from it: a statement cut short by the
- * client may still commit, so its deadlines stay its own (pg.h). Per thread,
- * no locks.
+ * written). A doorbell follower gives the slot map lookup of each of its
+ * rounds a budget as a request's (store/backend/redis.c shard_round), so
+ * that the nodes it asks take a round's time in all. Postgres draws nothing
+ * from it: a statement cut short by the client may still commit, so its
+ * deadlines stay its own (pg.h). Per thread, no locks.
  */
 #ifndef FG_BUDGET_H
 #define FG_BUDGET_H

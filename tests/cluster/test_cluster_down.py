@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A Redis Cluster that answers without running a call (docs/cluster.md, "The gateway's client"). Its cluster is
 one primary serving every slot and announcing a proxy's port (harness.TcpProxy) as its address, so every connection
-the gateway makes to it goes through the proxy.
+the gateway makes to it goes through the proxy, which cuts them all (a network failure) and holds back what a
+connection sends from a given command on.
 
 1. An acquire that the cluster refuses before running it (CLUSTERDOWN: a slot left unserved puts the cluster in
    state fail) answers 503 and leaves nothing behind: it made no lease, so the janitor has none to drop, and logs
@@ -9,6 +10,11 @@ the gateway makes to it goes through the proxy.
    (tests/integration/test_janitor_outage.py). Caught before the fix: the refused acquire's lease was handed to the
    janitor to drop like an unanswered one's, and every round (GIVE_BACK_RETRY_MS) its drop met CLUSTERDOWN again
    and logged `orphan_grant ... (tried again later)` until the cluster came back, to drop nothing.
+2. The doorbell's follower, whose connection was cut, fetches the slot map again in its next round; a node that
+   holds that fetch (`CLUSTER SHARDS`) unanswered costs the round SUBSCRIBER_SETUP_MS (1 s), not request_timeout_ms
+   (5 s here): at SIGTERM the doorbell ends with the other threads (no `exit_without_waiting` names it) and the
+   gateway exits within a second and a margin. Caught before the fix: the fetch waited request_timeout_ms, and the
+   follower was left behind (`exit_without_waiting` named `doorbell`).
 
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
@@ -29,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from cluster_lab import free_ports, redis_answers, resp, wait  # noqa: E402
 from harness import Gateway, TcpProxy, psql  # noqa: E402
 
-TIMEOUT_MS = 5000  # request_timeout_ms
+TIMEOUT_MS = 5000  # request_timeout_ms: well above SUBSCRIBER_SETUP_MS (1 s)
 GIVE_BACK_RETRY_MS = 1000  # src/fglimits.h: a janitor's give-back that met an outage is tried again
 UNSERVED_SLOT = 0  # the slot left without an owner: the cluster is down
 
@@ -41,7 +47,7 @@ class ClusterDownTest(unittest.TestCase):
         os.makedirs(base, exist_ok=True)
         cls.root = tempfile.mkdtemp(prefix="fencegate-down-", dir=base)
         cls.port, bus = free_ports(2)
-        cls.proxy = TcpProxy(cls.port)
+        cls.proxy = TcpProxy(cls.port, hold=b"SHARDS", armed=False)
         cls.node = subprocess.Popen(
             ["redis-server", "--port", str(cls.port), "--cluster-port", str(bus), "--bind", "127.0.0.1",
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-announce-ip",
@@ -64,10 +70,10 @@ class ClusterDownTest(unittest.TestCase):
         psql(f'DROP DATABASE "{cls.db}" WITH (FORCE)')
         shutil.rmtree(cls.root, ignore_errors=True)
 
-    def gateway(self) -> Gateway:
+    def gateway(self, **config) -> Gateway:
         gw = Gateway(env_overrides={"FENCEGATE_REDIS_URL": f"redis-cluster://127.0.0.1:{self.proxy.port}",
                                     "FENCEGATE_PG_DSN": self.dsn},
-                     config={"request_timeout_ms": TIMEOUT_MS})
+                     config={"request_timeout_ms": TIMEOUT_MS, **config})
         self.addCleanup(gw.stop)
         return gw
 
@@ -104,6 +110,25 @@ class ClusterDownTest(unittest.TestCase):
         for name in names:
             r = gw.http("GET", f"/v1/locks/{name}")
             self.assertEqual((r.status, r.body.get("held")), (200, False), gw.why(r))
+
+    def test_2_a_map_fetch_held_unanswered_holds_no_exit(self):
+        # The liveness beat (every waiter_lease_ms / 3) and the audit stream's sweep (at start-up, then every
+        # minute) look up every slot's owner too: neither during the test, so that the followers' rounds are the
+        # ones that fetch the map.
+        gw = self.gateway(waiter_lease_ms=60000)
+        r = gw.http("POST", f"/v1/locks/down-before-{uuid.uuid4().hex[:8]}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(r.status, 200, gw.why(r))
+        time.sleep(2)  # the start-up's sweep is done
+        self.proxy.arm()
+        self.addCleanup(self.proxy.let_go)
+        self.proxy.cut()  # the followers' subscriptions end: their next round fetches the map
+        self.assertTrue(self.proxy.held.wait(10), "nobody fetched the slot map again")
+        time.sleep(0.1)
+        took = gw.seconds_to_exit()
+        gw.stop(check=False)
+        left = [entry for entry in self.logged(gw, "exit_without_waiting") if entry.get("doorbell")]
+        self.assertEqual(left, [], f"the doorbell was left behind: {gw.log_path}")
+        self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
 
 
 if __name__ == "__main__":

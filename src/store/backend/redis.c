@@ -2124,10 +2124,12 @@ static void shard_drain(struct shard_follow *f, int k)
 }
 
 /* One round: every slot without a subscription is subscribed on its owner
- * (the map fetched again first when stale), each owner given
- * SUBSCRIBER_SETUP_MS to be connected to and confirm them, until stop is
- * set; connections left with no slot are closed. Failures are logged once
- * until every slot is followed again. */
+ * (the map fetched again first when stale, within SUBSCRIBER_SETUP_MS for
+ * all the nodes asked: the thread's budget, util/budget.h, not a
+ * request_timeout_ms each), each owner given SUBSCRIBER_SETUP_MS to be
+ * connected to and confirm them, until stop is set; connections left with
+ * no slot are closed. Failures are logged once until every slot is followed
+ * again. */
 static void shard_round(struct shard_follow *f, const atomic_bool *stop)
 {
     struct redis_endpoint *owners = malloc(CLUSTER_MAX_NODES * sizeof *owners);
@@ -2138,6 +2140,7 @@ static void shard_round(struct shard_follow *f, const atomic_bool *stop)
     int nowners = 0;
     bool failed = false;
     memset(to, 0xff, CLUSTER_SLOTS * sizeof *to); /* -1: no owner to subscribe on */
+    budget_start(SUBSCRIBER_SETUP_MS);
     for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
         struct redis_endpoint at;
         if (f->on[s] >= 0)
@@ -2155,6 +2158,7 @@ static void shard_round(struct shard_follow *f, const atomic_bool *stop)
             owners[nowners++] = at;
         to[s] = e < nowners ? (int16_t)e : -1;
     }
+    budget_end();
     for (int e = 0; e < nowners && !atomic_load(stop); e++) {
         int64_t due_ms = clock_mono_ms() + SUBSCRIBER_SETUP_MS;
         int k = shard_conn_to(f, &owners[e], due_ms, &err), n = 0;
