@@ -11,7 +11,8 @@
  * over in-process answers it without a script call, one rung makes it look.
  * A first call that got no reply leaves its lease, which Redis may grant or
  * queue all the same, to the janitor to drop (doorbell_add_unanswered); one
- * that Redis refused before running it (a cluster down) leaves none.
+ * that Redis refused before running it (a cluster down), or that was never
+ * sent, leaves none.
  * It then parks between attempts; an attempt the doorbell woke (a grant from
  * another gateway, held for the claim window) first claims it with a lean
  * script (LEASE_ACQUIRE_RUNG). A passed deadline gives up but keeps a grant that

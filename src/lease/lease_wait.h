@@ -63,8 +63,9 @@ void lease_drop_if_unanswered(const struct lease_ops *kind, const char *name, co
                               const struct fg_error *err);
 
 /* lease_drop_if_unanswered after the first call of an acquire of lease_id failed with err, but
- * for a call Redis answered without running it (fg_error.not_run: a cluster down, a server
- * loading, read-only or out of memory): that made no lease, and leaves none to drop. */
+ * for a call Redis did not run (fg_error.not_run: a cluster down, a server loading, read-only or
+ * out of memory; a call never sent, its connection not made): that made no lease, and leaves
+ * none to drop. */
 void lease_acquire_failed(const struct lease_ops *kind, const char *name, const char *lease_id,
                           const char *attach, const char *request_id, const struct fg_error *err);
 

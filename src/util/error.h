@@ -58,7 +58,7 @@ enum fg_code { FG_CODES(FG_CODE_ENUM) FG_CODE_COUNT };
 struct fg_error {
     enum fg_code code; /* FG_OK until something fails */
     char msg[256];     /* what failed, for the problem detail or the log */
-    bool not_run;      /* the backend answered and did not run the call (fg_not_run) */
+    bool not_run;      /* the backend did not run the call, nor can it later (fg_not_run) */
 };
 
 /* Records code and a printf-style message in err (which may be NULL), and
@@ -71,10 +71,12 @@ int fg_fail(struct fg_error *err, enum fg_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Marks err, just filled by fg_fail (which clears the mark), as a call the
- * backend answered without running it: Redis refused it before it ran (a
+ * backend did not run and cannot run later: Redis refused it before it ran (a
  * cluster down, a slot that no primary serves or that keeps moving, a server
- * loading, read-only or out of memory), so it changed nothing, where a call
- * that got no reply may have run all the same. Returns -1. */
+ * loading, read-only or out of memory), or no byte of it was ever written to
+ * Redis (no connection could be made, or it gave up while queued); so it
+ * changed nothing, where a call that got no reply may have run all the same.
+ * Returns -1. */
 int fg_not_run(struct fg_error *err);
 
 /* Stable problem name ("invalid_name", ...), HTTP status and problem title

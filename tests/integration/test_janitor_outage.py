@@ -11,7 +11,8 @@ stopped leaves its queue once Redis runs again. A request's own give-back that g
 client has gone) is left to the janitor, which gives it back once Redis answers. And a primary that runs the
 acquires of many locks only after they were answered 503 has every one of those locks given back, up to as many
 as the gateway's list keeps (limits.max_waiters + 32 a HTTP thread); the rest are logged and counted. An acquire
-that Redis refuses before running it (out of memory) made no lease, and leaves the janitor nothing to give back.
+that Redis refuses before running it (out of memory), or that never reached Redis (no connection to a primary
+could be made), made no lease, and leaves the janitor nothing to give back.
 
 Broken variants caught: a janitor that gave back every due lease in turn spent twelve deadlines on them,
 and the parked waiter was answered after about 13 s where its wait_ms was 3 s; a give-back that met the
@@ -20,7 +21,8 @@ outage was logged and forgotten, and the twelve locks Redis granted once it ran 
 client had gone, and whose give-back got no reply, stayed held to its ttl_ms; a list of leases to give back
 of a fixed 1024 entries forgot the rest without a word, and of 1400 locks granted late hundreds stayed held
 for their 60 s ttl_ms; the lease of an acquire Redis refused went to the janitor as an unanswered one's, whose
-drop Redis refused in turn every GIVE_BACK_RETRY_MS, each time logged as `orphan_grant`, to drop nothing.
+drop Redis refused in turn every GIVE_BACK_RETRY_MS, each time logged as `orphan_grant`, to drop nothing; so
+did that of an acquire that failed as its connection was made (a Redis that had become a replica).
 
 Owns: the lease janitor's give-backs while Redis is silent. Must not: test one request's time on a silent
 Redis (test_redis_deadline.py) or an idle janitor's sleep (test_janitor_sleep.py).
@@ -37,7 +39,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, Redis, TcpProxy, metric, private_backends, skip_in_cluster, wait_for  # noqa: E402
+from harness import (Client, Gateway, Redis, TcpProxy, free_port, metric, private_backends, skip_in_cluster,  # noqa: E402
+                     wait_for)
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
 from test_grant_delivery import raw_post, reset  # noqa: E402
 from test_redis_deadline import gateway_behind_proxy, process_id  # noqa: E402
@@ -221,13 +224,28 @@ class JanitorOutageTest(unittest.TestCase):
         """Redis out of memory (maxmemory 1, noeviction) refuses every acquire before running it: each answers
         503, a lock set's too, and for three GIVE_BACK_RETRY_MS the janitor logs no `orphan_grant`: it was handed
         no lease to drop. Once Redis takes writes again, those locks are free."""
+        self.refused_acquires_leave_nothing("refused", lambda redis: redis.cmd("CONFIG", "SET", "maxmemory", "1"),
+                                            lambda redis: redis.cmd("CONFIG", "SET", "maxmemory", "0"))
+
+    def test_an_acquire_never_written_to_redis_leaves_nothing_to_give_back(self):
+        """Redis made a replica of a server that is not there (REPLICAOF a closed port): the first acquire is
+        answered READONLY and the connection retired; every later one fails as its connection is made (ROLE
+        names no primary), before a byte of it is written. Each answers 503, a lock set's too, and the janitor
+        logs no `orphan_grant`; after REPLICAOF NO ONE those locks are free."""
+        self.refused_acquires_leave_nothing("unsent", lambda redis: redis.cmd("REPLICAOF", "127.0.0.1",
+                                                                              str(free_port())),
+                                            lambda redis: redis.cmd("REPLICAOF", "NO", "ONE"))
+
+    def refused_acquires_leave_nothing(self, tag, refuse, allow):
+        """Acquires (three locks, then a lock set of them) made while refuse(redis) holds, until allow(redis),
+        each answer 503 and leave the janitor nothing to give back."""
         backends = private_backends(self, "janitor")
         with Gateway(env_overrides=backends.env, config=CONFIG) as gw, Redis(port=backends.redis_port) as redis:
             c = gw.client(timeout=60)
-            self.assertEqual(c.post(f"/v1/locks/{unique_name('refused-warm')}/acquire", {"ttl_ms": 1000}).status,
+            self.assertEqual(c.post(f"/v1/locks/{unique_name(tag + '-warm')}/acquire", {"ttl_ms": 1000}).status,
                              200)  # Redis knows the scripts before it refuses writes
-            names = [unique_name(f"refused-{i}") for i in range(3)]
-            redis.cmd("CONFIG", "SET", "maxmemory", "1")
+            names = [unique_name(f"{tag}-{i}") for i in range(3)]
+            refuse(redis)
             try:
                 for name in names:
                     r = c.post(f"/v1/locks/{name}/acquire", {"wait_ms": 0, "ttl_ms": 60000})
@@ -236,11 +254,10 @@ class JanitorOutageTest(unittest.TestCase):
                 self.assertEqual(r.status, 503, gw.why(r))  # refused as it asks for its first lock
                 time.sleep(3 * GIVE_BACK_RETRY_MS / 1000)
             finally:
-                redis.cmd("CONFIG", "SET", "maxmemory", "0")
+                allow(redis)
             refused = [line for line in gw.log_text().splitlines() if '"orphan_grant"' in line]
             self.assertEqual(refused, [], "the janitor dropped the leases of acquires Redis never ran")
             self.assertEqual([n for n in names if c.get(f"/v1/locks/{n}").body["held"]], [])
-
 
 def each_client(clients, work):
     """Runs work(k) for each client k, each on a thread of its own, and waits for them all."""

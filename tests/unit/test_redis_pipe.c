@@ -137,6 +137,7 @@ static void a_failure_ends_every_call_out_and_breaks_the_connection(void **state
         assert_null(e[i].reply);
         assert_int_equal(e[i].failure.code, FG_ERR_BACKEND_UNAVAILABLE);
         assert_string_equal(e[i].failure.msg, "redis: gone");
+        assert_false(e[i].failure.not_run); /* written: Redis may run it */
     }
     assert_int_equal(p.conn, PIPE_BROKEN);
     assert_false(pipe_must_close(&p)); /* not while its reader is on it */
@@ -161,6 +162,8 @@ static void a_connection_that_cannot_be_made_fails_every_queued_call(void **stat
     assert_int_equal(pipe_next(&p, &a), PIPE_FINISHED);
     assert_int_equal(pipe_next(&p, &b), PIPE_FINISHED);
     assert_string_equal(b.failure.msg, "redis: cannot connect");
+    assert_true(a.failure.not_run); /* never written: Redis cannot run it */
+    assert_true(b.failure.not_run);
     assert_null(p.queued.head);
     assert_null(p.queued.tail);
 }
@@ -216,6 +219,7 @@ static void a_queued_call_withdrawn_is_never_written(void **state)
     pipe_withdraw(&p, &e[1], &failure);
     assert_int_equal(pipe_next(&p, &e[1]), PIPE_FINISHED);
     assert_string_equal(e[1].failure.msg, "redis: late");
+    assert_true(e[1].failure.not_run);
     pipe_withdraw(&p, &e[2], &failure); /* the tail too */
     size_t n;
     assert_ptr_equal(pipe_take(&p, 1000, &n), &e[0]);
@@ -238,6 +242,7 @@ static void the_reply_of_a_call_withdrawn_out_is_dropped(void **state)
     pipe_withdraw(&p, &e[0], &failure);
     pipe_withdraw(&p, &e[2], &failure);
     assert_int_equal(e[0].state, PIPE_DONE);
+    assert_false(e[0].failure.not_run); /* out: its command reached the socket */
     push(&p, &next);
     assert_int_equal(pipe_next(&p, &next), PIPE_WAIT); /* the batch out still holds it back */
     assert_int_equal(pipe_next(&p, &e[1]), PIPE_READ);

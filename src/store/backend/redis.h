@@ -54,7 +54,9 @@ void redis_set_connect_hook(redis_connect_hook hook);
  * reference) and returns 0. A connection problem fails with
  * FG_ERR_BACKEND_UNAVAILABLE, marked not run (fg_not_run) when Redis answered
  * without running the script (CLUSTERDOWN, TRYAGAIN, a slot no primary
- * serves, READONLY, MASTERDOWN, LOADING, OOM); a script error with
+ * serves, READONLY, MASTERDOWN, LOADING, OOM) or the call was never written
+ * (no connection could be made or set up: refused, not a primary, AUTH
+ * refused; its deadline came while it waited its turn); a script error with
  * FG_ERR_INTERNAL.
  */
 int redis_script(enum fg_script script, const char *const *keys, const char *const *argv,

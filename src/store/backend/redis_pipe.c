@@ -50,9 +50,12 @@ static void queue_remove(struct pipe_queue *q, struct pipe_entry *e)
 /* Ends e with failure (no reply). */
 static void fail_entry(struct pipe_entry *e, const struct fg_error *failure)
 {
+    bool queued = e->state == PIPE_QUEUED;
     e->state = PIPE_DONE;
     e->reply = NULL;
     e->failure = *failure;
+    if (queued) /* no byte of its command was written: Redis cannot run it */
+        fg_not_run(&e->failure);
 }
 
 void pipe_push(struct pipe *p, struct pipe_entry *e, void *owner)

@@ -143,14 +143,17 @@ int64_t pipe_due_ms(const struct pipe *p);
 bool pipe_reads_on(const struct pipe *p, const struct pipe_entry *e);
 
 /* Ends e, queued or out, with failure: its caller waits no longer. Queued, it
- * is never written; out, its reply is dropped when it comes. */
+ * is never written, and its failure is marked not run (fg_not_run: Redis
+ * cannot run it); out, its reply is dropped when it comes, and Redis may have
+ * run it. */
 void pipe_withdraw(struct pipe *p, struct pipe_entry *e, const struct fg_error *failure);
 
 /* Fails every entry out with failure and marks the connection broken; returns
- * them (done), linked by next. */
+ * them (done), linked by next. Redis may have run them. */
 struct pipe_entry *pipe_fail_sent(struct pipe *p, const struct fg_error *failure);
 
-/* Fails every queued entry with failure; returns them (done), linked by next. */
+/* Fails every queued entry with failure, marked not run (fg_not_run: none of
+ * them was written); returns them (done), linked by next. */
 struct pipe_entry *pipe_fail_queued(struct pipe *p, const struct fg_error *failure);
 
 /* Marks the connection as taking no more batches (a failover, a server that
