@@ -98,9 +98,10 @@ int lease_script_run_moved(enum fg_script script, enum lease_kind kind, const ch
                         ? fence_recover_lease(k, err)
                         : revocations_restore(k->key[k->common_at + LIB_LEASE_KEY_REVOKED], err);
         if (dealt != 0)
-            return -1;
+            return fg_not_run(err); /* the script answered a retry before it changed anything */
     }
-    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
+    fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
+    return fg_not_run(err); /* the second answer was a retry too */
 }
 
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
@@ -155,8 +156,9 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
          * the layout of a lean try's, which the lean release takes. */
         struct lease_keys k;
         lease_keys_init(&k, kind, name);
-        if (fence_recover_lease(&k, err) != 0 ||
-            script_answer(script, nkeys, keys, argv, res, &retry, err) != 0)
+        if (fence_recover_lease(&k, err) != 0)
+            return fg_not_run(err); /* "nofence" comes before the try changes anything */
+        if (script_answer(script, nkeys, keys, argv, res, &retry, err) != 0)
             return -1;
     }
     res->full_only = retry == LEASE_RETRY_REPEAT || retry == LEASE_RETRY_NOFENCE;

@@ -122,7 +122,10 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
  * to other waiters of this gateway are put into their waits before it returns
  * (lease_hand_over). An answer that queued, refused for want of a slot or
  * handed a grant over notes the name in the contention hint. An answer it does
- * not know fails with FG_ERR_INTERNAL.
+ * not know fails with FG_ERR_INTERNAL. A failure after a "nofence" or
+ * "norevoked" (the recovery failed; the second answer was one too: "no fence
+ * could be reserved") is marked not run (fg_not_run): a script answers those
+ * before it changes anything.
  */
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
                      const char *const *argv, struct lease_result *res,
@@ -167,7 +170,8 @@ int lease_gone(enum lease_kind kind, const char *name, long long fence, struct l
  * (lease/contention.h; CONTENTION_NONE: such an answer shows nothing the
  * hint does not say already), and the caller runs the next script. An answer
  * "nofence" (the block of fences reserved in Postgres ran out) has the next
- * block reserved (lease/fence.h) and runs the try once more; a second
+ * block reserved (lease/fence.h; a reservation that fails is marked not run,
+ * fg_not_run: the try changed nothing) and runs the try once more; a second
  * "nofence", or "repeat" (the request_id names a lease: a retry, which the
  * full script answers), sets *contended and res->full_only alone: no other
  * lean try can answer it, and it says nothing of the name's use, which noted

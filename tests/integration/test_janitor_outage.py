@@ -11,8 +11,9 @@ stopped leaves its queue once Redis runs again. A request's own give-back that g
 client has gone) is left to the janitor, which gives it back once Redis answers. And a primary that runs the
 acquires of many locks only after they were answered 503 has every one of those locks given back, up to as many
 as the gateway's list keeps (limits.max_waiters + 32 a HTTP thread); the rest are logged and counted. An acquire
-that Redis refuses before running it (out of memory), or that never reached Redis (no connection to a primary
-could be made), made no lease, and leaves the janitor nothing to give back.
+that Redis refuses before running it (out of memory), that never reached Redis (no connection to a primary
+could be made), or whose script answered that no fence may be issued while no block of fences could be reserved,
+made no lease, and leaves the janitor nothing to give back.
 
 Broken variants caught: a janitor that gave back every due lease in turn spent twelve deadlines on them,
 and the parked waiter was answered after about 13 s where its wait_ms was 3 s; a give-back that met the
@@ -22,7 +23,8 @@ client had gone, and whose give-back got no reply, stayed held to its ttl_ms; a 
 of a fixed 1024 entries forgot the rest without a word, and of 1400 locks granted late hundreds stayed held
 for their 60 s ttl_ms; the lease of an acquire Redis refused went to the janitor as an unanswered one's, whose
 drop Redis refused in turn every GIVE_BACK_RETRY_MS, each time logged as `orphan_grant`, to drop nothing; so
-did that of an acquire that failed as its connection was made (a Redis that had become a replica).
+did that of an acquire that failed as its connection was made (a Redis that had become a replica), and that of
+an acquire answered "nofence" whose reservation of fences Postgres held back.
 
 Owns: the lease janitor's give-backs while Redis is silent. Must not: test one request's time on a silent
 Redis (test_redis_deadline.py) or an idle janitor's sleep (test_janitor_sleep.py).
@@ -32,6 +34,7 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -39,8 +42,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (Client, Gateway, Redis, TcpProxy, free_port, metric, private_backends, skip_in_cluster,  # noqa: E402
-                     wait_for)
+from harness import (Client, Gateway, Redis, TcpProxy, free_port, metric, private_backends, psql,  # noqa: E402
+                     skip_in_cluster, wait_for)
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
 from test_grant_delivery import raw_post, reset  # noqa: E402
 from test_redis_deadline import gateway_behind_proxy, process_id  # noqa: E402
@@ -50,6 +53,7 @@ UNANSWERED = 12  # acquires answered 503 while Redis is stopped: each leaves a l
 WAIT_MS = 3000  # the parked waiter's wait, which ends while Redis is stopped
 KEPT_MS = 1000  # limits.kept_place_ms: a kept place's time runs out while Redis is stopped
 GIVE_BACK_RETRY_MS = 1000  # src/fglimits.h: a janitor's give-back that met an outage is tried again
+STATEMENT_MS = 1500  # statement_timeout_ms where a reservation of fences waits for a row locked in Postgres
 # The waiter's answer may take beyond its wait_ms: the janitor's liveness beat and one give-back that are
 # under way as its deadline comes, its own cancel, each a deadline on a silent Redis, and a loaded machine
 LATE_S = 3 * TIMEOUT_MS / 1000 + 2.0
@@ -236,6 +240,40 @@ class JanitorOutageTest(unittest.TestCase):
                                                                               str(free_port())),
                                             lambda redis: redis.cmd("REPLICAOF", "NO", "ONE"))
 
+    def test_an_acquire_no_fence_could_be_reserved_for_leaves_nothing_to_give_back(self):
+        """The block of fences reserved used up (fg:fence_limit set to fg:fence) and Postgres holding back the
+        reservation of the next (its row locked) past statement_timeout_ms: an acquire's script answers
+        "nofence", the reservation fails, and the acquire answers 503. Redis refuses writes for memory from the
+        time the acquire waits on Postgres, so a drop of its lease would be refused and logged as `orphan_grant`:
+        none is, for three GIVE_BACK_RETRY_MS, since the script's answer made no lease."""
+        backends = private_backends(self, "janitor")
+        config = dict(CONFIG, statement_timeout_ms=STATEMENT_MS)
+        with Gateway(env_overrides=backends.env, config=config) as gw, Redis(port=backends.redis_port) as redis:
+            c = gw.client(timeout=60)
+            self.assertEqual(c.post(f"/v1/locks/{unique_name('nofence-warm')}/acquire", {"ttl_ms": 1000}).status,
+                             200)  # a block reserved, and the scripts known
+            redis.cmd("SET", "fg:fence_limit", redis.cmd("GET", "fg:fence"))
+            name = unique_name("nofence")
+            with reservation_held(backends.dsn):
+                answers = []
+                t = threading.Thread(target=lambda: answers.append(
+                    c.post(f"/v1/locks/{name}/acquire", {"wait_ms": 0, "ttl_ms": 60000})))
+                t.start()
+                try:
+                    wait_for(lambda: psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                          " AND query LIKE '%fence_reservation%'", dsn=backends.dsn) == ["1"],
+                             what="the reservation waiting for its row")
+                    redis.cmd("CONFIG", "SET", "maxmemory", "1")
+                    t.join(30)
+                    self.assertEqual(len(answers), 1, "the acquire was never answered")
+                    self.assertEqual(answers[0].status, 503, gw.why(answers[0]))
+                    time.sleep(3 * GIVE_BACK_RETRY_MS / 1000)
+                finally:
+                    redis.cmd("CONFIG", "SET", "maxmemory", "0")
+            refused = [line for line in gw.log_text().splitlines() if '"orphan_grant"' in line]
+            self.assertEqual(refused, [], "the janitor dropped the lease of an acquire answered nofence")
+            self.assertFalse(c.get(f"/v1/locks/{name}").body["held"])
+
     def refused_acquires_leave_nothing(self, tag, refuse, allow):
         """Acquires (three locks, then a lock set of them) made while refuse(redis) holds, until allow(redis),
         each answer 503 and leave the janitor nothing to give back."""
@@ -258,6 +296,25 @@ class JanitorOutageTest(unittest.TestCase):
             refused = [line for line in gw.log_text().splitlines() if '"orphan_grant"' in line]
             self.assertEqual(refused, [], "the janitor dropped the leases of acquires Redis never ran")
             self.assertEqual([n for n in names if c.get(f"/v1/locks/{n}").body["held"]], [])
+
+@contextlib.contextmanager
+def reservation_held(dsn):
+    """For a with-block, a session of Postgres dsn that holds fencegate.fence_reservation's row locked: a
+    gateway's reservation of fences waits for it."""
+    locker = subprocess.Popen([os.path.join(os.environ.get("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"),
+                               "-X", "-q", "-d", dsn, "-f", "-"], stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    try:
+        locker.stdin.write("BEGIN; SELECT 1 FROM fencegate.fence_reservation FOR UPDATE; SELECT pg_sleep(60);\n")
+        locker.stdin.flush()
+        wait_for(lambda: psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%'"
+                              " AND state = 'active' AND pid <> pg_backend_pid()", dsn=dsn) == ["1"],
+                 what="the reservation's row locked")
+        yield
+    finally:
+        locker.kill()
+        locker.wait(10)
+
 
 def each_client(clients, work):
     """Runs work(k) for each client k, each on a thread of its own, and waits for them all."""

@@ -1177,8 +1177,10 @@ static redisReply *cluster_send(void *ctx, const struct redis_endpoint *at, unsi
     if (reply == NULL || script == NULL || !function_missing(reply))
         return reply;
     freeReplyObject(reply);
-    if (load_function(n, script, err) != 0)
+    if (load_function(n, script, err) != 0) {
+        fg_not_run(err); /* the call found no function to run, and is not sent again */
         return NULL;
+    }
     return node_command(n, asking, argc, argv, lens, err);
 }
 
@@ -1416,8 +1418,10 @@ static redisReply *script_send(const struct lua_script *s, size_t nkeys, const c
     if (reply == NULL || !function_missing(reply))
         return reply;
     freeReplyObject(reply);
-    if (load_function(NULL, s, err) != 0)
+    if (load_function(NULL, s, err) != 0) {
+        fg_not_run(err); /* the call found no function to run, and is not sent again */
         return NULL;
+    }
     return thread_command((int)argc, cmd, NULL, err);
 }
 

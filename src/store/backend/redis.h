@@ -56,8 +56,9 @@ void redis_set_connect_hook(redis_connect_hook hook);
  * without running the script (CLUSTERDOWN, TRYAGAIN, a slot no primary
  * serves, READONLY, MASTERDOWN, LOADING, OOM) or the call was never written
  * (no connection could be made or set up: refused, not a primary, AUTH
- * refused; its deadline came while it waited its turn); a script error with
- * FG_ERR_INTERNAL.
+ * refused; its deadline came while it waited its turn), or Redis answered
+ * "Function not found" and the library could not be loaded; a script error
+ * with FG_ERR_INTERNAL.
  */
 int redis_script(enum fg_script script, const char *const *keys, const char *const *argv,
                  json_t **out, struct fg_error *err) FG_WUR;
