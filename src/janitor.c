@@ -42,6 +42,7 @@
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
 #include "util/alarm.h"
+#include "util/budget.h"
 #include "util/clock.h"
 #include "util/join.h"
 #include "util/log.h"
@@ -135,11 +136,26 @@ static int64_t earlier(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* Renews this gateway's liveness mark; returns when to renew it next. */
+/* The time a beat may wait for Redis in all: until the next is due (a third
+ * of waiter_lease_ms), request_timeout_ms at most. */
+static int64_t beat_budget_ms(void)
+{
+    int64_t every = gw.cfg->waiter_lease_ms / 3;
+    return every < gw.cfg->request_timeout_ms ? every : gw.cfg->request_timeout_ms;
+}
+
+/* Renews this gateway's liveness mark; returns when to renew it next. The
+ * beat's calls, the slot map fetched for them on a cluster over every node
+ * asked, share one budget (util/budget.h, beat_budget_ms) where each would
+ * have had request_timeout_ms: a silent node holds the lease janitor, which
+ * answers parked waiters at their deadlines, no longer than a beat's round,
+ * and no longer than the exit waits for it. */
 static int64_t beat(int64_t now_ms, bool *failing)
 {
     struct fg_error err = {0};
+    budget_start(beat_budget_ms());
     bool ok = janitor_beat(&err) == 0;
+    budget_end();
     if (!ok && !*failing)
         log_message(LOG_WARN, "backend_down", "%s", err.msg);
     if (ok && *failing)

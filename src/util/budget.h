@@ -14,7 +14,10 @@
  * call spent the request's time: given none, their cancels would never be
  * written). A doorbell follower gives the slot map lookup of each of its
  * rounds a budget as a request's (store/backend/redis.c shard_round), so
- * that the nodes it asks take a round's time in all. Postgres draws nothing
+ * that the nodes it asks take a round's time in all; so do the lease
+ * janitor's liveness beat (janitor.c beat: until its next beat) and the audit
+ * stream's sweep of every slot (store/audit/audit_stream.c sweep: one
+ * request_timeout_ms). Postgres draws nothing
  * from it: a statement cut short by the client may still commit, so its
  * deadlines stay its own (pg.h). Per thread, no locks.
  */

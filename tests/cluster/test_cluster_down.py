@@ -15,6 +15,11 @@ connection sends from a given command on.
    (5 s here): at SIGTERM the doorbell ends with the other threads (no `exit_without_waiting` names it) and the
    gateway exits within a second and a margin. Caught before the fix: the fetch waited request_timeout_ms, and the
    follower was left behind (`exit_without_waiting` named `doorbell`).
+3. The lease janitor's liveness beat (every waiter_lease_ms / 3: 500 ms here) fetches the slot map again too while
+   it is stale (after a follower's fetch failed); a node that holds that fetch unanswered costs the beat no more than the time to its
+   next beat, not request_timeout_ms: at SIGTERM the lease janitor ends with the other threads (no
+   `exit_without_waiting` names `janitor`) and the gateway exits within a second and a margin. Caught before the
+   fix: the beat's fetch waited request_timeout_ms, and the janitor was left behind.
 
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
@@ -38,6 +43,7 @@ from harness import Gateway, TcpProxy, psql  # noqa: E402
 TIMEOUT_MS = 5000  # request_timeout_ms: well above SUBSCRIBER_SETUP_MS (1 s)
 GIVE_BACK_RETRY_MS = 1000  # src/fglimits.h: a janitor's give-back that met an outage is tried again
 UNSERVED_SLOT = 0  # the slot left without an owner: the cluster is down
+BEAT_LEASE_MS = 1500  # waiter_lease_ms: a liveness beat every 500 ms, well below request_timeout_ms
 
 
 class ClusterDownTest(unittest.TestCase):
@@ -128,6 +134,26 @@ class ClusterDownTest(unittest.TestCase):
         gw.stop(check=False)
         left = [entry for entry in self.logged(gw, "exit_without_waiting") if entry.get("doorbell")]
         self.assertEqual(left, [], f"the doorbell was left behind: {gw.log_path}")
+        self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
+
+    def test_3_a_map_fetch_held_unanswered_holds_no_beat_past_its_round(self):
+        gw = self.gateway(waiter_lease_ms=BEAT_LEASE_MS)
+        r = gw.http("POST", f"/v1/locks/down-before-{uuid.uuid4().hex[:8]}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(r.status, 200, gw.why(r))
+        time.sleep(2)  # the start-up's sweep is done
+        self.proxy.arm()
+        self.addCleanup(self.proxy.let_go)
+        self.proxy.cut()  # the followers' subscriptions end: their next round marks the map stale and fetches it
+        self.assertTrue(self.proxy.held.wait(10), "nobody fetched the slot map again")
+        # That follower gives its fetch up within a second and subscribes by the map it has, as the other follower
+        # does meanwhile: the next fetch of the map, still stale, is a beat's, and is held back too
+        self.proxy.arm()
+        self.assertTrue(self.proxy.held.wait(10), "no beat fetched the slot map again")
+        time.sleep(0.1)
+        took = gw.seconds_to_exit()
+        gw.stop(check=False)
+        left = [entry for entry in self.logged(gw, "exit_without_waiting") if entry.get("janitor")]
+        self.assertEqual(left, [], f"the lease janitor was left behind: {gw.log_path}")
         self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
 
 

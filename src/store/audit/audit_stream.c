@@ -41,6 +41,7 @@
 #include "store/backend/redis_keys.h"
 #include "store/backend/shared_keys.h"
 #include "store/backend/slot_scan.h"
+#include "util/budget.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -466,12 +467,17 @@ static int64_t relook_due(int64_t now_ms)
 }
 
 /* A cluster: marks pending every slot whose stream exists (those of the
- * primaries that answered, when one did not: then -1 with err). */
+ * primaries that answered, when one did not: then -1 with err). The scan,
+ * the slot map fetched for it over every node asked and the calls of every
+ * primary, waits for Redis redis_timeout_ms in all (util/budget.h), where
+ * each node and each primary's calls would have had as much. */
 static int sweep(struct fg_error *err)
 {
     bool *has = calloc(CLUSTER_SLOTS, sizeof *has);
     FG_ASSERT(has != NULL);
+    budget_start(redis_timeout_ms());
     int rc = slot_scan(KEY_AUDIT, has, err);
+    budget_end();
     unsigned found = 0;
     for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
         if (has[s]) {

@@ -1759,6 +1759,11 @@ int redis_batch(struct redis_batch_call *calls, size_t n, struct fg_error *err)
     return rc;
 }
 
+int64_t redis_timeout_ms(void)
+{
+    return rds.timeout_ms;
+}
+
 int redis_home_slot(unsigned slot, unsigned *home, struct fg_error *err)
 {
     *home = 0;

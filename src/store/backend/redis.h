@@ -112,6 +112,10 @@ struct redis_batch_call {
  */
 int redis_batch(struct redis_batch_call *calls, size_t n, struct fg_error *err) FG_WUR;
 
+/* request_timeout_ms: how long a call of a thread that serves no request may
+ * wait for Redis (util/budget.h). */
+int64_t redis_timeout_ms(void);
+
 /* Bytes of a Redis run_id (40 hex digits). */
 #define REDIS_RUN_ID_LEN 40
 
