@@ -28,17 +28,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from cluster_lab import free_ports, redis_answers, resp, wait  # noqa: E402
-from harness import Gateway, TcpProxy, psql  # noqa: E402
+from cluster_lab import resp, wait  # noqa: E402
+from harness import Gateway  # noqa: E402
+from one_node import OneNodeCluster  # noqa: E402
 
 TIMEOUT_MS = 5000  # request_timeout_ms: well above SUBSCRIBER_SETUP_MS (1 s)
 GIVE_BACK_RETRY_MS = 1000  # src/fglimits.h: a janitor's give-back that met an outage is tried again
@@ -49,36 +47,15 @@ BEAT_LEASE_MS = 1500  # waiter_lease_ms: a liveness beat every 500 ms, well belo
 class ClusterDownTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        base = os.environ.get("FG_TEST_DATA") or "/var/tmp"
-        os.makedirs(base, exist_ok=True)
-        cls.root = tempfile.mkdtemp(prefix="fencegate-down-", dir=base)
-        cls.port, bus = free_ports(2)
-        cls.proxy = TcpProxy(cls.port, hold=b"SHARDS", armed=False)
-        cls.node = subprocess.Popen(
-            ["redis-server", "--port", str(cls.port), "--cluster-port", str(bus), "--bind", "127.0.0.1",
-             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-announce-ip",
-             "127.0.0.1", "--cluster-announce-port", str(cls.proxy.port), "--dir", cls.root, "--save", "",
-             "--appendonly", "no", "--logfile", "redis.log"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, cwd=cls.root)
-        wait(lambda: redis_answers(cls.port), 15, "the cluster node")
-        resp(cls.port, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
-        wait(lambda: "cluster_state:ok" in resp(cls.port, "CLUSTER", "INFO"), 15, "the one-node cluster")
-        # A database of its own: the slots of this cluster were never written (fencegate.fence_slots).
-        cls.db = f"fg_down_{uuid.uuid4().hex[:10]}"
-        psql(f'CREATE DATABASE "{cls.db}"')
-        cls.dsn = os.environ["FG_TEST_PG_DSN"].rsplit("/", 1)[0] + "/" + cls.db
+        cls.cluster = OneNodeCluster("down", hold=b"SHARDS")
+        cls.port, cls.proxy = cls.cluster.port, cls.cluster.proxy
 
     @classmethod
     def tearDownClass(cls):
-        cls.proxy.close()
-        cls.node.kill()
-        cls.node.wait(10)
-        psql(f'DROP DATABASE "{cls.db}" WITH (FORCE)')
-        shutil.rmtree(cls.root, ignore_errors=True)
+        cls.cluster.close()
 
     def gateway(self, **config) -> Gateway:
-        gw = Gateway(env_overrides={"FENCEGATE_REDIS_URL": f"redis-cluster://127.0.0.1:{self.proxy.port}",
-                                    "FENCEGATE_PG_DSN": self.dsn},
+        gw = Gateway(env_overrides=self.cluster.gateway_env(),
                      config={"request_timeout_ms": TIMEOUT_MS, **config})
         self.addCleanup(gw.stop)
         return gw

@@ -34,17 +34,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from cluster_lab import free_ports, redis_answers, resp, wait  # noqa: E402
-from harness import Gateway, TcpProxy, psql  # noqa: E402
+from cluster_lab import resp, wait  # noqa: E402
+from harness import Gateway  # noqa: E402
+from one_node import OneNodeCluster  # noqa: E402
 
 TIMEOUT_MS = 2000  # request_timeout_ms: how long a request may wait for the check
 MARGIN_S = 1.0  # what a request may take beyond its deadline on a loaded machine
@@ -57,37 +55,17 @@ USER, PASSWORD = "fg-no-config", "fg-no-config-password"
 class ClusterPolicyTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        base = os.environ.get("FG_TEST_DATA") or "/var/tmp"
-        os.makedirs(base, exist_ok=True)
-        cls.root = tempfile.mkdtemp(prefix="fencegate-policy-", dir=base)
-        port, bus = free_ports(2)
-        cls.proxy = TcpProxy(port, hold=b"maxmemory-policy", armed=False)
-        cls.node = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--cluster-port", str(bus), "--bind", "127.0.0.1",
-             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-announce-ip",
-             "127.0.0.1", "--cluster-announce-port", str(cls.proxy.port), "--dir", cls.root, "--save", "",
-             "--appendonly", "no", "--maxmemory-policy", "allkeys-lru", "--logfile", "redis.log"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, cwd=cls.root)
-        wait(lambda: redis_answers(port), 15, "the cluster node")
-        resp(port, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
-        resp(port, "ACL", "SETUSER", USER, "on", f">{PASSWORD}", "~*", "&*", "+@all", "-config")
-        wait(lambda: "cluster_state:ok" in resp(port, "CLUSTER", "INFO"), 15, "the one-node cluster")
-        # A database of its own: the slots of this cluster were never written (fencegate.fence_slots).
-        cls.db = f"fg_policy_{uuid.uuid4().hex[:10]}"
-        psql(f'CREATE DATABASE "{cls.db}"')
-        cls.dsn = os.environ["FG_TEST_PG_DSN"].rsplit("/", 1)[0] + "/" + cls.db
+        cls.cluster = OneNodeCluster("policy", hold=b"maxmemory-policy",
+                                     redis_args=("--maxmemory-policy", "allkeys-lru"))
+        cls.proxy = cls.cluster.proxy
+        resp(cls.cluster.port, "ACL", "SETUSER", USER, "on", f">{PASSWORD}", "~*", "&*", "+@all", "-config")
 
     @classmethod
     def tearDownClass(cls):
-        cls.proxy.close()
-        cls.node.kill()
-        cls.node.wait(10)
-        psql(f'DROP DATABASE "{cls.db}" WITH (FORCE)')
-        shutil.rmtree(cls.root, ignore_errors=True)
+        cls.cluster.close()
 
     def gateway(self, credentials: str = "") -> Gateway:
-        gw = Gateway(env_overrides={"FENCEGATE_REDIS_URL": f"redis-cluster://{credentials}127.0.0.1:{self.proxy.port}",
-                                    "FENCEGATE_PG_DSN": self.dsn},
+        gw = Gateway(env_overrides=self.cluster.gateway_env(credentials),
                      config={"request_timeout_ms": TIMEOUT_MS})
         self.addCleanup(gw.stop)
         return gw
