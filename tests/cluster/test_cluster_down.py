@@ -99,40 +99,37 @@ class ClusterDownTest(unittest.TestCase):
         # minute) look up every slot's owner too: neither during the test, so that the followers' rounds are the
         # ones that fetch the map.
         gw = self.gateway(waiter_lease_ms=60000)
-        r = gw.http("POST", f"/v1/locks/down-before-{uuid.uuid4().hex[:8]}/acquire", {"ttl_ms": 60000})
-        self.assertEqual(r.status, 200, gw.why(r))
-        time.sleep(2)  # the start-up's sweep is done
-        self.proxy.arm()
-        self.addCleanup(self.proxy.let_go)
-        self.proxy.cut()  # the followers' subscriptions end: their next round fetches the map
-        self.assertTrue(self.proxy.held.wait(10), "nobody fetched the slot map again")
-        time.sleep(0.1)
-        took = gw.seconds_to_exit()
-        gw.stop(check=False)
-        left = [entry for entry in self.logged(gw, "exit_without_waiting") if entry.get("doorbell")]
-        self.assertEqual(left, [], f"the doorbell was left behind: {gw.log_path}")
-        self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
+        self.cut_and_hold_the_map_fetch(gw)
+        self.assert_exits_in_time(gw, "doorbell")
 
     def test_3_a_map_fetch_held_unanswered_holds_no_beat_past_its_round(self):
         gw = self.gateway(waiter_lease_ms=BEAT_LEASE_MS)
-        r = gw.http("POST", f"/v1/locks/down-before-{uuid.uuid4().hex[:8]}/acquire", {"ttl_ms": 60000})
-        self.assertEqual(r.status, 200, gw.why(r))
-        time.sleep(2)  # the start-up's sweep is done
-        self.proxy.arm()
-        self.addCleanup(self.proxy.let_go)
-        self.proxy.cut()  # the followers' subscriptions end: their next round marks the map stale and fetches it
-        self.assertTrue(self.proxy.held.wait(10), "nobody fetched the slot map again")
+        self.cut_and_hold_the_map_fetch(gw)
         # That follower gives its fetch up within a second and subscribes by the map it has, as the other follower
         # does meanwhile: the next fetch of the map, still stale, is a beat's, and is held back too
         self.proxy.arm()
         self.assertTrue(self.proxy.held.wait(10), "no beat fetched the slot map again")
+        self.assert_exits_in_time(gw, "janitor")
+
+    def cut_and_hold_the_map_fetch(self, gw: Gateway):
+        """Once gw answers and its start-up's sweep is done, cuts its connections: the followers' subscriptions
+        end, their next round marks the map stale and fetches it, and the proxy holds that fetch unanswered."""
+        r = gw.http("POST", f"/v1/locks/down-before-{uuid.uuid4().hex[:8]}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(r.status, 200, gw.why(r))
+        time.sleep(2)  # the start-up's sweep is done
+        self.proxy.arm()
+        self.addCleanup(self.proxy.let_go)
+        self.proxy.cut()
+        self.assertTrue(self.proxy.held.wait(10), "nobody fetched the slot map again")
+
+    def assert_exits_in_time(self, gw: Gateway, thread: str):
+        """SIGTERM: gw exits within a second and a margin, and no exit_without_waiting names thread."""
         time.sleep(0.1)
         took = gw.seconds_to_exit()
         gw.stop(check=False)
-        left = [entry for entry in self.logged(gw, "exit_without_waiting") if entry.get("janitor")]
-        self.assertEqual(left, [], f"the lease janitor was left behind: {gw.log_path}")
+        left = [entry for entry in self.logged(gw, "exit_without_waiting") if entry.get(thread)]
+        self.assertEqual(left, [], f"{thread} was left behind: {gw.log_path}")
         self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
-
 
 if __name__ == "__main__":
     unittest.main()
