@@ -45,3 +45,21 @@ void budget_spend(int64_t spent_ms)
     if (budget.on)
         budget.left_ms -= spent_ms;
 }
+
+struct budget_capped budget_cap(int64_t ms)
+{
+    struct budget_capped capped = {.on = budget.on, .left_ms = budget.left_ms};
+    if (budget.on && budget.left_ms < ms)
+        ms = budget.left_ms;
+    budget.on = true;
+    budget.left_ms = ms;
+    capped.given_ms = ms;
+    return capped;
+}
+
+void budget_uncap(struct budget_capped capped)
+{
+    int64_t spent_ms = capped.given_ms - budget.left_ms;
+    budget.on = capped.on;
+    budget.left_ms = capped.left_ms - (capped.on ? spent_ms : 0);
+}

@@ -17,7 +17,10 @@
  * that the nodes it asks take a round's time in all; so do the lease
  * janitor's liveness beat (janitor.c beat: until its next beat) and the audit
  * stream's sweep of every slot (store/audit/audit_stream.c sweep: one
- * request_timeout_ms). Postgres draws nothing
+ * request_timeout_ms). A stale slot map fetched again in passing, which the
+ * map in force stands in for meanwhile, takes a second at most of whatever
+ * the thread has (budget_cap, store/backend/redis_route.c ensure_map).
+ * Postgres draws nothing
  * from it: a statement cut short by the client may still commit, so its
  * deadlines stay its own (pg.h). Per thread, no locks.
  */
@@ -48,5 +51,21 @@ void budget_restore(bool was);
 
 /* Charges spent_ms, the time a call took, to the thread's request (if any). */
 void budget_spend(int64_t spent_ms);
+
+/* What budget_cap keeps of the thread's budget for budget_uncap. */
+struct budget_capped {
+    bool on;          /* the thread served a request */
+    int64_t left_ms;  /* what it had left */
+    int64_t given_ms; /* what the cap gave */
+};
+
+/* Until budget_uncap, the calling thread's calls share ms at most in all:
+ * what its request has left, if less, or ms for a thread that serves no
+ * request. Returns what budget_uncap takes. */
+struct budget_capped budget_cap(int64_t ms);
+
+/* Ends budget_cap: the request's budget, if any, is charged what the calls
+ * spent meanwhile; a thread that served no request serves none again. */
+void budget_uncap(struct budget_capped capped);
 
 #endif

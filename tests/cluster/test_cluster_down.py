@@ -21,6 +21,12 @@ connection sends from a given command on.
    `exit_without_waiting` names `janitor`) and the gateway exits within a second and a margin. Caught before the
    fix: the beat's fetch waited request_timeout_ms, and the janitor was left behind.
 
+4. The lease janitor's give-back of an orphaned grant (a doorbell message for a lease this gateway does not wait
+   for) routes its cancel by the slot map, which it fetches again first when stale; a node that holds that fetch
+   unanswered costs the give-back ROUTE_REFETCH_MS (1 s) at most, and the map in force routes the cancel: a
+   waiter parked meanwhile, whose deadline the same janitor answers, is answered within a second of it. Caught
+   before the fix: the fetch waited request_timeout_ms (5 s) for each node asked, and so did the waiter's answer.
+
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
 
@@ -42,6 +48,8 @@ TIMEOUT_MS = 5000  # request_timeout_ms: well above SUBSCRIBER_SETUP_MS (1 s)
 GIVE_BACK_RETRY_MS = 1000  # src/fglimits.h: a janitor's give-back that met an outage is tried again
 UNSERVED_SLOT = 0  # the slot left without an owner: the cluster is down
 BEAT_LEASE_MS = 1500  # waiter_lease_ms: a liveness beat every 500 ms, well below request_timeout_ms
+WAIT_MS = 500  # the parked waiter's wait_ms in test 4
+LATE_S = 1.5  # what its answer may take beyond WAIT_MS: ROUTE_REFETCH_MS and a margin on a loaded machine
 
 
 class ClusterDownTest(unittest.TestCase):
@@ -110,6 +118,26 @@ class ClusterDownTest(unittest.TestCase):
         self.proxy.arm()
         self.assertTrue(self.proxy.held.wait(10), "no beat fetched the slot map again")
         self.assert_exits_in_time(gw, "janitor")
+
+    def test_4_a_map_fetch_held_unanswered_holds_no_give_back_past_a_second(self):
+        gw = self.gateway(waiter_lease_ms=60000)
+        held = f"down-held-{uuid.uuid4().hex[:8]}"
+        r = gw.http("POST", f"/v1/locks/{held}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(r.status, 200, gw.why(r))
+        self.cut_and_hold_the_map_fetch(gw)
+        time.sleep(1.5)  # the followers gave their fetch up and subscribed again by the map they have
+        channels = resp(self.port, "PUBSUB", "SHARDCHANNELS", "*bell:*")
+        self.assertTrue(channels, "the gateway follows no doorbell channel")
+        channel = channels[0] if isinstance(channels[0], str) else channels[0].decode()
+        self.proxy.arm()
+        resp(self.port, "SPUBLISH", channel, f"l|{uuid.uuid4().hex}|down-orphan-{uuid.uuid4().hex[:8]}")
+        self.assertTrue(self.proxy.held.wait(10), "no give-back fetched the slot map again")
+        t0 = time.monotonic()
+        r = gw.http("POST", f"/v1/locks/{held}/acquire", {"ttl_ms": 60000, "wait_ms": WAIT_MS})
+        took = time.monotonic() - t0
+        self.assertEqual(r.status, 409, gw.why(r))
+        self.assertLess(took, WAIT_MS / 1000 + LATE_S,
+                        f"the waiter was answered {took:.1f} s after it asked; log {gw.log_path}")
 
     def cut_and_hold_the_map_fetch(self, gw: Gateway):
         """Once gw answers and its start-up's sweep is done, cuts its connections: the followers' subscriptions

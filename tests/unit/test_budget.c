@@ -58,6 +58,33 @@ static void a_clean_up_set_aside_has_its_own_deadline(void **state)
     assert_int_equal(budget_until_ms(0, 5000), 5000);
 }
 
+static void a_cap_bounds_the_calls_under_it_and_charges_the_request(void **state)
+{
+    (void)state;
+    struct budget_capped capped = budget_cap(1000); /* no request: the cap is all there is */
+    assert_int_equal(budget_until_ms(0, 5000), 1000);
+    budget_spend(700);
+    assert_int_equal(budget_until_ms(0, 5000), 300);
+    budget_uncap(capped);
+    assert_int_equal(budget_until_ms(0, 5000), 5000); /* no request again */
+
+    budget_start(5000);
+    budget_spend(1000); /* 4000 left */
+    capped = budget_cap(1000);
+    assert_int_equal(budget_until_ms(0, 5000), 1000);
+    budget_spend(600);
+    budget_uncap(capped);
+    assert_int_equal(budget_until_ms(0, 5000), 3400); /* charged what the capped calls spent */
+
+    budget_spend(3000); /* 400 left: less than the cap */
+    capped = budget_cap(1000);
+    assert_int_equal(budget_until_ms(0, 5000), 400);
+    budget_spend(400);
+    budget_uncap(capped);
+    assert_int_equal(budget_until_ms(0, 5000), 0);
+    budget_end();
+}
+
 static void *other_thread(void *arg)
 {
     int64_t *until = arg;
@@ -84,6 +111,7 @@ int main(void)
         cmocka_unit_test(calls_share_what_the_request_has_left),
         cmocka_unit_test(a_thread_without_a_request_gives_each_call_its_own_deadline),
         cmocka_unit_test(a_clean_up_set_aside_has_its_own_deadline),
+        cmocka_unit_test(a_cap_bounds_the_calls_under_it_and_charges_the_request),
         cmocka_unit_test(each_thread_has_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

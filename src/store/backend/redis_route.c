@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/budget.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -141,7 +142,11 @@ int route_refresh(struct route *r, route_send_fn *send, void *ctx, struct fg_err
 }
 
 /* Fetches a map when none is known (waiting for a fetch under way) or the one
- * in force is stale and due (unless another thread fetches already). */
+ * in force is stale and due (unless another thread fetches already). A stale
+ * map routes the call if the fetch fails, so that fetch takes
+ * ROUTE_REFETCH_MS at most over every node asked (util/budget.h), where a
+ * thread serving no request (the janitors' give-backs) would give each node
+ * request_timeout_ms. */
 static int ensure_map(struct route *r, route_send_fn *send, void *ctx, struct fg_error *err)
 {
     pthread_rwlock_rdlock(&r->lock);
@@ -159,7 +164,10 @@ static int ensure_map(struct route *r, route_send_fn *send, void *ctx, struct fg
     if (atomic_load(&r->stale) && clock_mono_ms() >= atomic_load(&r->next_fetch_ms) &&
         pthread_mutex_trylock(&r->fetching) == 0) {
         struct fg_error failed = {0};
-        if (fetch_locked(r, send, ctx, &failed) != 0 && !atomic_exchange(&r->fetch_failing, true))
+        struct budget_capped capped = budget_cap(ROUTE_REFETCH_MS);
+        int rc = fetch_locked(r, send, ctx, &failed);
+        budget_uncap(capped);
+        if (rc != 0 && !atomic_exchange(&r->fetch_failing, true))
             log_message(LOG_WARN, "redis_cluster_map", "cannot fetch the slot map: %s", failed.msg);
         pthread_mutex_unlock(&r->fetching);
     }

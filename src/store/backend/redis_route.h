@@ -21,6 +21,10 @@
  * map at all yet, fetches it at once). */
 #define ROUTE_REFRESH_MIN_MS 100
 
+/* A stale map's fetch takes at most this long over every node asked: the map in force routes
+ * meanwhile (ensure_map). */
+#define ROUTE_REFETCH_MS 1000
+
 /* How a command is to be sent. */
 enum route_send_flags {
     ROUTE_PRIMARY = 0,      /* to a primary: a connection must answer ROLE "master" */
