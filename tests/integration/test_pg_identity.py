@@ -11,11 +11,14 @@ one fence guards it.
   length check left out of key_text.c, and the cast without its modifier in fenced_schema.c — in both,
   the older token's write was applied to the row under a fence of its own.)
 - key types where equal values print differently (float8, citext, interval, money, a text key under a
-  non-deterministic collation; jsonb, arrays, ranges, records and domains over them, which compare the
-  numbers inside them by value: {"a": 1} and {"a": 1.0} are one jsonb) stop start-up with a message naming
-  the table, the column and why. (Broken variants caught: fenced_sql_key_refusal answering NULL — the
-  gateway started; refusing only the float, citext and interval types — the jsonb, array, range and record
-  tables started.)
+  non-deterministic collation or with a unique index under one; jsonb, arrays, ranges, records and domains
+  over them, which compare the numbers inside them by value: {"a": 1} and {"a": 1.0} are one jsonb) stop
+  start-up with a message naming the table, the column and why. (Broken variants caught:
+  fenced_sql_key_refusal answering NULL — the gateway started; refusing only the float, citext and interval
+  types — the jsonb, array, range and record tables started; the key's unique indexes left out of the
+  collation check — the text key with a unique index under a case-insensitive collation started, and a PUT
+  of /v1/pg/<table>/ABC by the token of a lock bound to "...:ABC" overwrote the row "abc", guarded by
+  another lock: ON CONFLICT (id) takes that index as its arbiter.)
 - timestamptz and bytea keys print as the session's TimeZone and bytea_output say, which a gateway's
   environment sets (PGTZ, PGOPTIONS): one row must have one resource through gateways of different
   settings. (Broken variant caught: the key's plain text as its identity — the older token's write through
@@ -59,6 +62,8 @@ CREATE TABLE IF NOT EXISTS public.ident_float (id float8 PRIMARY KEY, note text)
 CREATE TABLE IF NOT EXISTS public.ident_citext (id citext PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ident_interval (id interval PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ident_ci (id text COLLATE public.fg_ci PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_ci_index (id text PRIMARY KEY, note text);
+CREATE UNIQUE INDEX IF NOT EXISTS ident_ci_index_ci ON public.ident_ci_index (id COLLATE public.fg_ci);
 CREATE TABLE IF NOT EXISTS public.ident_code (id varchar(5) PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ident_at (id timestamp(0) PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ident_money (id money PRIMARY KEY, note text);
@@ -91,7 +96,7 @@ DROP TABLE IF EXISTS public.ident_ledger, public.ident_float, public.ident_citex
     public.ident_array, public.ident_range, public.ident_record, public.ident_doc_key, public.ident_tstz,
     public.ident_bytes, public.ident_tstz_col, public.ident_bytes_col, public.ident_part, public.ident_part_col,
     public.ident_heir, public.ident_heirloom, public.ident_ic, public.ident_ip, public.ident_ic_col,
-    public.ident_ip_col;
+    public.ident_ip_col, public.ident_ci_index;
 DROP TYPE IF EXISTS public.ident_pair;
 DROP DOMAIN IF EXISTS public.ident_doc;
 DROP COLLATION IF EXISTS public.fg_ci;
@@ -285,6 +290,7 @@ class RefusedKeyTypes(unittest.TestCase):
     def test_key_types_without_one_text_per_value_stop_startup(self):
         for table, words in (("ident_float", "float8"), ("ident_citext", "citext"),
                              ("ident_interval", "interval"), ("ident_ci", "collation"),
+                             ("ident_ci_index", "unique index"),
                              ("ident_money", "lc_monetary"), ("ident_json", "json"),
                              ("ident_array", "_numeric"), ("ident_range", "numrange"),
                              ("ident_record", "ident_pair"), ("ident_doc_key", "jsonb")):

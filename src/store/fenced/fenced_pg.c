@@ -92,8 +92,14 @@ static const char catalog_sql[] =
     " WHERE d.oid = a.atttypid) AS base_builtin,"
     " (SELECT b.typtype = 'e' FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
     " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS base_enum,"
+    /* a non-deterministic collation of the column, or of a unique index on it alone: an
+     * ON CONFLICT (key) takes any such index as its arbiter, so an insert of 'A' would
+     * update the row 'a' */
     " coalesce((SELECT NOT co.collisdeterministic FROM pg_collation co"
-    " WHERE co.oid = a.attcollation), false) AS nondeterministic,"
+    " WHERE co.oid = a.attcollation), false) OR EXISTS (SELECT 1 FROM pg_index i"
+    " JOIN pg_collation co ON co.oid = i.indcollation[0] WHERE i.indrelid = a.attrelid"
+    " AND i.indisunique AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum"
+    " AND i.indexprs IS NULL AND NOT co.collisdeterministic) AS nondeterministic,"
     /* how row_to_json writes the type (json_categorize_type): its own way for these, as a
      * string for another built-in scalar, maybe through a cast to json for a type of later
      * origin (16384: FirstNormalObjectId), through a domain over a domain unknown here */

@@ -208,7 +208,8 @@ static bool one_text_per_value(const struct key_column_type *t)
 const char *fenced_sql_key_refusal(const struct key_column_type *t)
 {
     if (t->nondeterministic_collation)
-        return "its collation is not deterministic: texts that differ compare equal";
+        return "its collation (or that of a unique index on it) is not deterministic: texts that "
+               "differ compare equal";
     for (size_t i = 0; i < sizeof refused_key_types / sizeof refused_key_types[0]; i++)
         if (strcmp(t->base_type, refused_key_types[i].type) == 0)
             return refused_key_types[i].why;

@@ -196,7 +196,8 @@ struct key_column_type {
     const char *base_type;           /* pg_type.typname of the type, or of a domain's base type */
     bool builtin;                    /* that type is one of Postgres's own (pg_catalog) */
     bool is_enum;                    /* that type is an enum */
-    bool nondeterministic_collation; /* the column's collation compares unequal texts equal */
+    bool nondeterministic_collation; /* the column's collation, or a unique index's on it,
+                                        compares unequal texts equal */
 };
 
 /*
