@@ -165,6 +165,7 @@ static bool range_of(const char *granted, const char *kind, const char *prefix,
     if (literal > NAME_MAX_LEN)
         return false;
     r->exact = pattern[literal] == '\0';
+    r->whole = pattern[literal + strspn(pattern + literal, "*")] == '\0';
     memcpy(r->start, pattern, literal);
     r->start[literal] = '\0';
     if (starts_with(r->start, prefix))
@@ -186,12 +187,17 @@ static bool range_passed(const struct scope_range *r, const char *after)
 }
 
 /* Name order of the ranges' starts; of two with one start, the names that
- * start with it come before the name alone (which they hold). */
+ * start with it come before the name alone (which they hold), and of those a
+ * whole range first (it holds the other and sees all of it). */
 static int by_start(const void *a, const void *b)
 {
     const struct scope_range *x = a, *y = b;
     int order = strcmp(x->start, y->start);
-    return order != 0 ? order : (int)x->exact - (int)y->exact;
+    if (order != 0)
+        return order;
+    if (x->exact != y->exact)
+        return (int)x->exact - (int)y->exact;
+    return (int)y->whole - (int)x->whole;
 }
 
 /* True iff every name of r is one of kept's. */

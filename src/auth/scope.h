@@ -27,10 +27,13 @@ bool scope_grants(const char *granted, const char *needed);
 bool scope_glob(const char *pattern, size_t pattern_len, const char *text, size_t text_len);
 
 /* A part of the names a listing reads: the names that start with start, or
- * (exact) the name start alone. */
+ * (exact) the name start alone; whole when the scope matches every one of
+ * them (a name alone, or a pattern whose only '*'s end it), so that a range
+ * that is not whole holds names the caller may not see. */
 struct scope_range {
     char start[NAME_MAX_LEN + 1];
     bool exact;
+    bool whole;
 };
 
 /*
@@ -39,8 +42,9 @@ struct scope_range {
  * match in category kind ("lock:" or "semaphore:"): disjoint, in name order,
  * so that a listing reads only where the caller may look. A pattern covers the
  * names that start with its text up to its first '*' (exactly its names when
- * the '*' ends it, a few more otherwise), or its one name when it has no '*';
- * "admin" covers every name under prefix. Writes at most max ranges into out
+ * the '*' ends it: whole, a few more otherwise), or its one name when it has
+ * no '*'; "admin" covers every name under prefix. Of two ranges with one
+ * start, a whole one is kept. Writes at most max ranges into out
  * (nscopes suffice) and returns how many it wrote.
  */
 size_t scope_ranges(const char *const *granted, size_t nscopes, const char *kind,

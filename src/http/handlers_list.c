@@ -6,9 +6,13 @@
  * keeping only the names they match. So names the caller may not see are not
  * read at all, and leave no trace (a short page with a cursor), unless a
  * pattern has a '*' before its end: its range is then the names that start
- * like it. The cursor is sealed (auth/cursor.h): the name a page continues
- * after may be one the caller may not see, and next_cursor must not tell it.
- * Tokens never appear (the script does not return them).
+ * like it, and a page of it reads on until it is full or the range ends, so
+ * that where it stops (and so what the next page shows) depends on the names
+ * the caller may see alone: a page that stopped among the others would let
+ * the caller find where, with names of its own, and so spell them out. The
+ * cursor is sealed (auth/cursor.h): it must not tell the name a page
+ * continues after either. Tokens never appear (the script does not return
+ * them).
  */
 #include "http/handlers_list.h"
 
@@ -33,8 +37,6 @@ static const char *const arg_names[ARG_COUNT] = {
 };
 
 #define ARG_MAX (CURSOR_TEXT_MAX - 1) /* longest decoded argument worth reading */
-/* Calls a page makes beyond one a range, while its patterns leave names out. */
-#define LIST_CALLS_MAX 8
 
 /* Scope prefix and name member of the items of each kind. */
 static const struct {
@@ -45,23 +47,17 @@ static const struct {
     [LEASE_LIST_SEMAPHORES] = {"semaphore:", "semaphore"},
 };
 
-/* Drops the items of items (an array) that the caller may not see; returns
- * how many it dropped. */
-static size_t keep_permitted(enum lease_list_kind kind, const struct http_request *req,
-                             json_t *items)
+/* Drops the items of items (an array) that the caller may not see. */
+static void keep_permitted(enum lease_list_kind kind, const struct http_request *req, json_t *items)
 {
     char needed[NAME_MAX_LEN + 16];
-    size_t dropped = 0;
     for (size_t i = json_array_size(items); i-- > 0;) {
         const char *name =
             json_string_value(json_object_get(json_array_get(items, i), kinds[kind].member));
         snprintf(needed, sizeof needed, "%s%s", kinds[kind].scope, name ? name : "");
-        if (!api_key_permits(req->principal, needed)) {
+        if (!api_key_permits(req->principal, needed))
             json_array_remove(items, i);
-            dropped++;
-        }
     }
-    return dropped;
 }
 
 /* The ranges of names under q's prefix after its cursor that the caller's
@@ -79,14 +75,23 @@ static struct scope_range *visible_ranges(enum lease_list_kind kind, const struc
     return ranges;
 }
 
+/* The name of the last item of items (an array of kind's items, not empty). */
+static const char *last_name(enum lease_list_kind kind, const json_t *items)
+{
+    const json_t *last = json_array_get(items, json_array_size(items) - 1);
+    return json_string_value(json_object_get(last, kinds[kind].member));
+}
+
 /* The items of q's page that the caller may see, read range by range, into
- * page (items, more and the name to continue after). A range is read by one
- * call, and by more (LIST_CALLS_MAX in all) while its patterns leave out
- * names of it and the page is not full. */
+ * page (items, more and the name to continue after). A whole range (every
+ * name of it visible) is read by one call; a range that holds names the
+ * caller may not see is read on until the page is full or the range ends,
+ * and a full page continues after its last item: a page never stops among
+ * names the caller may not see, nor after one. */
 static int read_visible(enum lease_list_kind kind, const struct http_request *req,
                         const struct list_query *q, struct lease_page *page, struct fg_error *err)
 {
-    size_t n, more_calls = 0;
+    size_t n;
     struct scope_range *ranges = visible_ranges(kind, req, q, &n);
     page->items = json_array();
     page->more = false;
@@ -98,19 +103,20 @@ static int read_visible(enum lease_list_kind kind, const struct http_request *re
         for (;;) {
             struct lease_page got = {0};
             part.limit = q->limit - (int)json_array_size(page->items);
-            size_t dropped = 0;
             rc = lease_list(kind, &part, &got, err);
             if (rc == 0) {
-                dropped = keep_permitted(kind, req, got.items);
+                keep_permitted(kind, req, got.items);
                 json_array_extend(page->items, got.items);
             }
             json_decref(got.items);
-            if (rc != 0 || !got.more)
+            /* A cursor that does not move on ends the range, so the loop ends. */
+            if (rc != 0 || !got.more || strcmp(got.next, part.after) <= 0)
                 break;
-            if (json_array_size(page->items) >= (size_t)q->limit || dropped == 0 ||
-                ++more_calls > LIST_CALLS_MAX) {
+            bool full = json_array_size(page->items) >= (size_t)q->limit;
+            if (ranges[i].whole || full) {
                 page->more = true;
-                memcpy(page->next, got.next, sizeof page->next);
+                snprintf(page->next, sizeof page->next, "%s",
+                         ranges[i].whole ? got.next : last_name(kind, page->items));
                 break;
             }
             memcpy(part.after, got.next, sizeof part.after);
@@ -118,10 +124,8 @@ static int read_visible(enum lease_list_kind kind, const struct http_request *re
         /* A page that fills as a range ends goes on after its last item. */
         if (rc == 0 && !page->more && i + 1 < n &&
             json_array_size(page->items) >= (size_t)q->limit) {
-            const json_t *last = json_array_get(page->items, json_array_size(page->items) - 1);
             page->more = true;
-            snprintf(page->next, sizeof page->next, "%s",
-                     json_string_value(json_object_get(last, kinds[kind].member)));
+            snprintf(page->next, sizeof page->next, "%s", last_name(kind, page->items));
         }
     }
     free(ranges);

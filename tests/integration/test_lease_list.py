@@ -278,6 +278,53 @@ class ScopedListTest(unittest.TestCase):
             for name, token in tokens.items():
                 c.post(f"/v1/locks/{name}/release", {"token": token}, headers=root)
 
+    def test_a_page_never_stops_among_names_the_key_may_not_see(self):
+        """A key whose pattern has a '*' before its end reads a range holding names it may not see; a page
+        that stopped among them (its cursor sealed one of them, or it came short just past one) was an
+        oracle: the key names a lock of its own that sorts just after the last name it saw and looks
+        whether a later page shows it, which tells whether that name sorts before the place the page
+        stopped at. Seven such probes a character spelled out a sealed name the key may not see (found by
+        an adversarial pass: `acct-08:secret-customer-352` in about 400 calls). A page now reads on until
+        it is full or its range ends, so what it answers depends on the names the key may see alone.
+        Caught before the fix: after `a:eu` the key got an empty page with a cursor (the first nine of
+        the root's thirty names read past), and the probe `a:eu-0:eu` it then made never showed."""
+        p = fresh_prefix("oracle")
+        auth = {"mode": "required", "keys": [key_entry("root", ["admin"]), key_entry("inner", [f"lock:{p}*:eu"])]}
+        with Gateway(config={"auth": auth}) as gw, gw.client() as c:
+            root, inner = bearer("root"), bearer("inner")
+            held = {}
+            for i in range(30):
+                r = c.post(f"/v1/locks/{p}h{i:02d}:secret/acquire", {"ttl_ms": 60000}, headers=root)
+                self.assertEqual(r.status, 200, r)
+                held[r.body["lock"]] = (r.body["token"], root)
+
+            def take(name):
+                r = c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000}, headers=inner)
+                self.assertEqual(r.status, 200, r)
+                held[name] = (r.body["token"], inner)
+
+            own = [f"{p}a:eu", f"{p}z:eu"]
+            for name in own:
+                take(name)
+            shown, probes, cursor = [], [], None
+            for _ in range(40):
+                q = f"/v1/locks?prefix={p}&limit=1" + (f"&cursor={cursor}" if cursor else "")
+                r = c.get(q, headers=inner)
+                self.assertEqual(r.status, 200, r)
+                shown += [i["lock"] for i in r.body["items"]]
+                cursor = r.body["next_cursor"]
+                if cursor is None:
+                    break
+                if not r.body["items"] and shown:
+                    # A name of its own right after the last it saw: a later page must show it.
+                    probes.append(f"{shown[-1]}-{len(probes)}:eu")
+                    take(probes[-1])
+            self.assertIsNone(cursor, "the pages never ended")
+            self.assertEqual(shown, sorted(own + probes))
+            self.assertEqual(probes, [], "a page stopped among names the key may not see")
+            for name, (token, key) in held.items():
+                c.post(f"/v1/locks/{name}/release", {"token": token}, headers=key)
+
 
 class SemaphoreListTest(unittest.TestCase):
     def test_semaphore_shows_limit_holders_waiters_and_their_fences(self):

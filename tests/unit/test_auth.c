@@ -97,7 +97,9 @@ static void wildcard_edges(void **state)
 }
 
 /* Checks that the ranges of granted under prefix after `after` are the
- * expected ones, written "start" or "=start" (exact), in order. */
+ * expected ones, written "start", "=start" (exact) or "~start" (not whole:
+ * its pattern has a '*' before its end, so it holds names it does not
+ * match), in order. */
 static void expect_ranges(const char *const *granted, size_t n, const char *kind,
                           const char *prefix, const char *after, const char *const *expected,
                           size_t nexpected)
@@ -107,9 +109,10 @@ static void expect_ranges(const char *const *granted, size_t n, const char *kind
     size_t got = scope_ranges(granted, n, kind, prefix, after, out, n);
     assert_int_equal(got, nexpected);
     for (size_t i = 0; i < got; i++) {
-        bool exact = expected[i][0] == '=';
-        assert_string_equal(out[i].start, expected[i] + exact);
+        bool exact = expected[i][0] == '=', partial = expected[i][0] == '~';
+        assert_string_equal(out[i].start, expected[i] + (exact || partial));
         assert_int_equal(out[i].exact, exact);
+        assert_int_equal(out[i].whole, !partial);
     }
 }
 
@@ -129,7 +132,7 @@ static void listing_ranges(void **state)
         const char *granted[] = {"lock:invoice:*", "semaphore:all*", "lock:orders:9",
                                  "lock:inv*",      "pg:t:write",     "lock:inv:1",
                                  "lock:b*:x",      "lock:orders:9"};
-        const char *expected[] = {"b", "inv", "=orders:9"};
+        const char *expected[] = {"~b", "inv", "=orders:9"};
         RANGES("lock:", "", "", granted, expected);
         const char *semaphores[] = {"all"};
         RANGES("semaphore:", "", "", granted, semaphores);
@@ -141,7 +144,7 @@ static void listing_ranges(void **state)
         RANGES("lock:", "o", "", granted, under_o);
         NO_RANGES("lock:", "z", "", granted);
         /* After a cursor: ranges wholly before it go, the one it is in stays. */
-        const char *after_b[] = {"b", "inv", "=orders:9"};
+        const char *after_b[] = {"~b", "inv", "=orders:9"};
         RANGES("lock:", "", "b:zz", granted, after_b);
         const char *after_c[] = {"inv", "=orders:9"};
         RANGES("lock:", "", "c", granted, after_c);
@@ -167,6 +170,23 @@ static void listing_ranges(void **state)
         const char *exact_first[] = {"lock:a:1", "lock:a:1:*"};
         const char *two[] = {"=a:1", "a:1:"};
         RANGES("lock:", "", "", exact_first, two);
+    }
+    {
+        /* A '*' before the end: the range holds names the pattern does not
+         * match, unless a pattern of the same start that ends in its '*'s
+         * sees them all (whichever order the scopes come in). */
+        const char *inner[] = {"lock:*:eu", "lock:inv*1", "lock:x**"};
+        const char *partial[] = {"~"};
+        RANGES("lock:", "", "", inner, partial);
+        const char *tail[] = {"x"};
+        RANGES("lock:", "x", "", inner, tail);
+        const char *under[] = {"~inv:"};
+        RANGES("lock:", "inv:", "", inner, under);
+        const char *both[] = {"lock:a*:x", "lock:a*", "lock:a*:y"};
+        const char *whole[] = {"a"};
+        RANGES("lock:", "", "", both, whole);
+        const char *both_reversed[] = {"lock:a*", "lock:a*:x"};
+        RANGES("lock:", "", "", both_reversed, whole);
     }
 }
 
