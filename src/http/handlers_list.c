@@ -139,13 +139,17 @@ static enum handler_result list(enum lease_list_kind kind, struct http_request *
     struct fg_error err = {0};
     struct list_query q;
     struct lease_page page = {0};
-    char after[NAME_MAX_LEN + 1] = "", next[CURSOR_TEXT_MAX];
+    char after[NAME_MAX_LEN + 1] = "", next[CURSOR_TEXT_MAX], bound[API_KEY_ID_MAX + 16];
+    /* A cursor serves its listing and its key alone: another key's may sit at a
+     * name this one may not see, and would tell where it sorts. */
+    snprintf(bound, sizeof bound, "%s%s", kinds[kind].scope,
+             req->principal != NULL ? req->principal->id : "");
     if (http_query_args(req, arg_names, ARG_COUNT, ARG_MAX, args, &err) != 0 ||
         (args[ARG_CURSOR] != NULL &&
-         cursor_open(args[ARG_CURSOR], secret_current(), after, &err) != 0) ||
+         cursor_open(args[ARG_CURSOR], bound, secret_current(), after, &err) != 0) ||
         list_query_parse(args[ARG_PREFIX], args[ARG_LIMIT], after, &q, &err) != 0 ||
         read_visible(kind, req, &q, &page, &err) != 0 ||
-        (page.more && cursor_seal(page.next, secret_current(), next, &err) != 0)) {
+        (page.more && cursor_seal(page.next, bound, secret_current(), next, &err) != 0)) {
         json_decref(page.items);
         reply_problem(reply, &err);
         return HANDLER_DONE;

@@ -288,7 +288,7 @@ static void fuzz_key(const char *value)
     struct fg_error err = {0};
     char name[NAME_MAX_LEN + 1], shown[64];
     FG_ASSERT(token_keyring_add(&ring, "k", (const char *)secret, &err) == 0);
-    FG_ASSERT(cursor_open(value, &ring, name, &err) != 0);
+    FG_ASSERT(cursor_open(value, "lock:", &ring, name, &err) != 0);
     redact_url(value, shown, sizeof shown);
     FG_ASSERT(strlen(shown) < sizeof shown);
 }

@@ -325,6 +325,40 @@ class ScopedListTest(unittest.TestCase):
             for name, (token, key) in held.items():
                 c.post(f"/v1/locks/{name}/release", {"token": token}, headers=key)
 
+    def test_a_cursor_serves_the_listing_and_the_key_it_was_made_for(self):
+        """A cursor of another key may sit at a name this key may not see, and would tell where that name
+        sorts (a lock of its own named after it shows on the next page or not); a cursor of the other
+        listing is no position of this one. Both answer 400 as a forged cursor does. Caught before the
+        fix: key "a" continued the listing of key "root" after `b:1`, and the semaphores after a lock."""
+        p = fresh_prefix("bound")
+        auth = {"mode": "required", "keys": [
+            key_entry("root", ["admin"]), key_entry("a", [f"lock:{p}*", f"semaphore:{p}*"]),
+            key_entry("b", [f"lock:{p}a:*"])]}
+        with Gateway(config={"auth": auth}) as gw, gw.client() as c:
+            root = bearer("root")
+            tokens = {}
+            for name in (f"{p}a:1", f"{p}b:1", f"{p}c:1"):
+                r = c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000}, headers=root)
+                self.assertEqual(r.status, 200, r)
+                tokens[name] = r.body["token"]
+            r = c.get(f"/v1/locks?prefix={p}&limit=2", headers=root)
+            self.assertEqual([i["lock"] for i in r.body["items"]], [f"{p}a:1", f"{p}b:1"], r)
+            roots = r.body["next_cursor"]
+            r = c.get(f"/v1/locks?prefix={p}&limit=1", headers=bearer("a"))
+            self.assertEqual([i["lock"] for i in r.body["items"]], [f"{p}a:1"], r)
+            own = r.body["next_cursor"]
+            self.assertIsNotNone(own)
+            # The key's own cursor goes on; root's, and its own on the semaphores, are refused.
+            r = c.get(f"/v1/locks?prefix={p}&limit=1&cursor={own}", headers=bearer("a"))
+            self.assertEqual([i["lock"] for i in r.body["items"]], [f"{p}b:1"], r)
+            for key, route, cursor in (("a", "/v1/locks", roots), ("b", "/v1/locks", roots),
+                                       ("b", "/v1/locks", own), ("a", "/v1/semaphores", own)):
+                body = assert_problem(self, c.get(f"{route}?prefix={p}&cursor={cursor}", headers=bearer(key)),
+                                      400, "invalid_field")
+                self.assertIn("cursor", body["detail"])
+            for name, token in tokens.items():
+                c.post(f"/v1/locks/{name}/release", {"token": token}, headers=root)
+
 
 class SemaphoreListTest(unittest.TestCase):
     def test_semaphore_shows_limit_holders_waiters_and_their_fences(self):
