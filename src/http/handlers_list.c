@@ -37,6 +37,8 @@ static const char *const arg_names[ARG_COUNT] = {
 };
 
 #define ARG_MAX (CURSOR_TEXT_MAX - 1) /* longest decoded argument worth reading */
+/* Items a call of a range read on asks for at least (it looks at 2 x that + 100 names). */
+#define READ_ON_LIMIT 100
 
 /* Scope prefix and name member of the items of each kind. */
 static const struct {
@@ -102,15 +104,20 @@ static int read_visible(enum lease_list_kind kind, const struct http_request *re
         snprintf(part.upto, sizeof part.upto, "%s", ranges[i].exact ? ranges[i].start : "");
         for (;;) {
             struct lease_page got = {0};
-            part.limit = q->limit - (int)json_array_size(page->items);
+            int wanted = q->limit - (int)json_array_size(page->items);
+            /* A range read on looks at a few hundred names a call at least. */
+            part.limit = ranges[i].whole || wanted >= READ_ON_LIMIT ? wanted : READ_ON_LIMIT;
             rc = lease_list(kind, &part, &got, err);
+            bool cut = false; /* items left for the next page, which goes on after the last kept */
             if (rc == 0) {
                 keep_permitted(kind, req, got.items);
+                for (; json_array_size(got.items) > (size_t)wanted; cut = true)
+                    json_array_remove(got.items, json_array_size(got.items) - 1);
                 json_array_extend(page->items, got.items);
             }
             json_decref(got.items);
             /* A cursor that does not move on ends the range, so the loop ends. */
-            if (rc != 0 || !got.more || strcmp(got.next, part.after) <= 0)
+            if (rc != 0 || (!cut && (!got.more || strcmp(got.next, part.after) <= 0)))
                 break;
             bool full = json_array_size(page->items) >= (size_t)q->limit;
             if (ranges[i].whole || full) {
