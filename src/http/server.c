@@ -548,7 +548,8 @@ static void hide_internals(const struct http_request *req, struct http_reply *re
 
 /* The headers of an operator console file: the page may load scripts, styles,
  * images and data from the gateway itself only, never inline script, and may
- * not be framed; browsers must not guess content types or send referrers. */
+ * not be framed; browsers must not send referrers (nor guess content types,
+ * which every answer says: send_reply). */
 static void add_console_headers(struct MHD_Response *resp)
 {
     static const struct {
@@ -557,7 +558,6 @@ static void add_console_headers(struct MHD_Response *resp)
         {"Content-Security-Policy",
          "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
          "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"},
-        {"X-Content-Type-Options", "nosniff"},
         {"X-Frame-Options", "DENY"},
         {"Referrer-Policy", "no-referrer"},
         {"Cache-Control", "no-cache"},
@@ -598,6 +598,9 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+    /* Answers carry what writers stored (a Redis value, an owner) from the origin
+     * whose session storage holds the console's key: never read as another type. */
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (reply->preference != NULL)
         MHD_add_response_header(resp, "Preference-Applied", reply->preference);
     if (reply->console)

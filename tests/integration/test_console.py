@@ -40,6 +40,22 @@ class ConsoleServingTest(unittest.TestCase):
                 self.assertIn(r.status, (400, 404), (path, r))
             self.assertEqual(c.get("/v1/whoami").body, {"auth": "off", "principal": None, "scopes": ["admin"]})
 
+    def test_every_answer_forbids_content_type_sniffing(self):
+        """The console keeps its API key in the session storage of the gateway's origin, and API answers
+        carry what any writer stored (a Redis value, an owner, a lock's name): none may be read by a
+        browser as anything but its declared type, so every answer says `X-Content-Type-Options: nosniff`,
+        not only the console's files. Caught before the fix: JSON, problem+json, the metrics text and a
+        204 went without it."""
+        with Gateway(config={"redis_prefixes": ["app:"]}) as gw, gw.client() as c:
+            token = c.post("/v1/locks/sniff/acquire", {"ttl_ms": 10000}).body["token"]
+            answers = [c.get("/v1/whoami"), c.get("/v1/locks/sniff"), c.get("/metrics"), c.get("/nope"),
+                       c.request("PUT", "/v1/redis/app:sniff", {"value": "<script>alert(1)</script>"},
+                                 headers={"Fence-Token": token, "Prefer": "return=minimal"}),
+                       c.get("/v1/redis/app:sniff"), c.post("/v1/locks/sniff/release", "{"), c.get("/ui/nope.js")]
+            self.assertEqual([r.status for r in answers], [200, 200, 200, 404, 204, 200, 400, 404], answers)
+            for r in answers:
+                self.assertEqual(r.headers.get("x-content-type-options"), "nosniff", r)
+
     def test_the_page_has_no_inline_script_style_or_external_reference(self):
         with Gateway() as gw, gw.client() as c:
             page = c.get("/ui/").body
