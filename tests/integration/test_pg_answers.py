@@ -307,9 +307,10 @@ class PgAnswersTest(GatewayTest):
             self.assertEqual(rejections(f"pg:{table}/{k}"), [], k)
 
     def test_minimal_writes_read_no_row(self):
-        """The statement of a minimal write answers nothing: its row count tells whether it wrote. It is
-        caught in the act: another transaction holds the row, so the gateway's statement waits, and its text,
-        as pg_stat_activity shows it meanwhile, has no RETURNING (neither row_to_json nor the resource)."""
+        """The statement of a minimal write answers nothing of the row: its row count tells whether it wrote.
+        It is caught in the act: another transaction holds the row, so the gateway's statement waits, and its
+        text, as pg_stat_activity shows it meanwhile, returns neither row_to_json, nor the resource, nor a
+        column: only key_kept, its look at the written row's key (test_pg_key_kept.py)."""
         for table in ("ans_minimal", "ans_column"):
             with self.subTest(table=table):
                 self.minimal_write_caught(table)
@@ -340,7 +341,12 @@ class PgAnswersTest(GatewayTest):
         self.assertEqual(psql(f"SELECT note FROM public.{table} WHERE id = :'k'", {"k": key}), ["b"])
         for query in seen:
             self.assertIn(f'UPDATE ONLY "{table}"', query)
-            self.assertNotIn("RETURNING", query)
+            returning = query.split(" RETURNING ", 1)[1]
+            self.assertTrue(returning.startswith('CASE WHEN t."id" = $2::text THEN true ELSE '
+                                                 'fencegate.key_moved(($2::text)::text, (t."id")::text) END'
+                                                 ' AS key_kept'), query)
+            for answered in ("row_to_json", " AS resource", " AS c0", " AS c1", '"note"'):
+                self.assertNotIn(answered, returning, query)
 
 if __name__ == "__main__":
     unittest.main()

@@ -26,6 +26,12 @@ static struct table_schema with_fence_column(struct table_config *t)
     return s;
 }
 
+/* The look of a write of invoices at the key of the row it wrote (put_key_kept),
+ * the last member of what every write but a delete returns. */
+#define KEY_KEPT                                                                                   \
+    "CASE WHEN t.\"id\" = $2::text THEN true ELSE fencegate.key_moved(($2::text)::text, "          \
+    "(t.\"id\")::text) END AS key_kept"
+
 static void quotes_identifiers(void **state)
 {
     (void)state;
@@ -139,9 +145,10 @@ static void default_mode_held_writes(void **state)
     char *expect = NULL;
     assert_true(asprintf(&expect,
                          "%sUPDATE ONLY \"invoices\" AS t SET \"customer\" = $4::text, "
-                         "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text%s",
+                         "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text%s "
+                         "RETURNING " KEY_KEPT,
                          held, guard) > 0);
-    assert_string_equal(sql, expect); /* return=minimal: nothing answered */
+    assert_string_equal(sql, expect); /* return=minimal: nothing of the row answered */
     free(expect);
     free(sql);
     sql = fenced_sql_write(&schemas[0], FENCED_PUT, cols, FENCED_FORM_HELD, true, &n);
@@ -221,7 +228,8 @@ static void fence_column_statements(void **state)
     assert_string_equal(sql, "UPDATE ONLY \"invoices\" AS t SET \"customer\" = $3::text, "
                              "\"lock_fence\" = $1::bigint WHERE t.\"id\" = $2::text AND "
                              "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT "
-                             "1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)");
+                             "1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint) "
+                             "RETURNING " KEY_KEPT);
     free(sql);
     sql = fenced_sql_write(&s, FENCED_POST, some, FENCED_FORM_CLAIM, false, &n);
     assert_non_null(strstr(sql, kept));
@@ -253,7 +261,7 @@ static void answered_rows(void **state)
     struct table_schema s = with_fence_column(&t);
     const char *members = " RETURNING $3::text || (t.\"id\")::text AS resource, t.\"id\" AS c0, "
                           "t.\"customer\" AS c1, t.\"amount_cents\" AS c2, t.\"note\" AS c3, "
-                          "t.\"meta\" AS c4";
+                          "t.\"meta\" AS c4, " KEY_KEPT;
     int n = 0;
     char *sql = fenced_sql_write(&s, FENCED_PATCH, (bool[]){true, false, false, false},
                                  FENCED_FORM_CLAIM, true, &n);
@@ -275,7 +283,7 @@ static void answered_rows(void **state)
     sql = fenced_sql_write(&s, FENCED_PATCH, (bool[]){true, false, false, false}, FENCED_FORM_CLAIM,
                            true, &n);
     const char *columns = " RETURNING t.\"customer\" AS c1, t.\"amount_cents\" AS c2, "
-                          "t.\"note\" AS c3, t.\"meta\" AS c4";
+                          "t.\"note\" AS c3, t.\"meta\" AS c4, " KEY_KEPT;
     assert_true(strstr(sql, columns) == sql + strlen(sql) - strlen(columns));
     assert_int_equal(n, FENCED_PARAM_PREFIX + 1);
     free(sql);
@@ -312,18 +320,30 @@ static void minimal_answers_name_unread_keys(void **state)
         for (enum fenced_kind kind = 0; kind < FENCED_KIND_COUNT; kind++) {
             char *sql = fenced_sql_write(&side, kind, some, FENCED_FORM_HELD, false, &n);
             const char *end = strstr(sql, " RETURNING ");
-            assert_true(unread ? end != NULL && strcmp(end + 11, resource) == 0 : end == NULL);
+            /* every write but a delete also looks at its key (KEY_KEPT), a delete answers
+             * nothing where the gateway names the row */
+            char *expect = NULL;
+            assert_true(asprintf(&expect, "%s%s%s", unread ? resource : "",
+                                 unread && kind != FENCED_DELETE ? ", " : "",
+                                 kind != FENCED_DELETE ? KEY_KEPT : "") >= 0);
+            if (expect[0] == '\0')
+                assert_null(end);
+            else
+                assert_true(end != NULL && strcmp(end + 11, expect) == 0);
+            free(expect);
             free(sql);
         }
         char *sql = fenced_sql_write(&column, FENCED_PATCH, some, FENCED_FORM_CLAIM, false, &n);
         assert_int_equal(fenced_sql_takes_prefix(&column, FENCED_PATCH, false), unread);
         assert_int_equal(n, unread ? FENCED_PARAM_COUNT + 1 : FENCED_PARAM_PREFIX + 1);
-        assert_true(unread ? strstr(sql, resource) == sql + strlen(sql) - strlen(resource)
-                           : strstr(sql, "RETURNING") == NULL);
+        const char *end = strstr(sql, " RETURNING ");
+        assert_non_null(end);
+        assert_string_equal(end + 11, unread ? "$3::text || (t.\"id\")::text AS resource, " KEY_KEPT
+                                             : KEY_KEPT);
         free(sql);
         sql = fenced_sql_write(&column, FENCED_PUT, some, FENCED_FORM_CLAIM, false, &n);
         assert_int_equal(strstr(sql, "RETURNING t.xmax = 0 AS created, $3::text || (t.\"id\")::text"
-                                     " AS resource) SELECT") != NULL,
+                                     " AS resource, " KEY_KEPT ") SELECT") != NULL,
                          unread);
         assert_non_null(strstr(sql, "RETURNING t.xmax = 0 AS created"));
         free(sql);
@@ -395,7 +415,8 @@ static void judged_statements(void **state)
         asprintf(&expected,
                  "%s, a AS (UPDATE ONLY \"invoices\" AS t SET \"customer\" = $4::text WHERE "
                  "t.\"id\" = $2::text AND EXISTS (SELECT 1 FROM c) AND %s RETURNING true "
-                 "AS wrote), g AS (SELECT 1 FROM ONLY \"invoices\" AS t WHERE t.\"id\" = "
+                 "AS wrote, " KEY_KEPT
+                 "), g AS (SELECT 1 FROM ONLY \"invoices\" AS t WHERE t.\"id\" = "
                  "$2::text AND EXISTS (SELECT 1 FROM c) AND %s AND NOT EXISTS (SELECT 1 "
                  "FROM a) FOR UPDATE)%s",
                  held, revoked, revoked, answer) > 0);
@@ -487,6 +508,34 @@ static void each_statement(void (*check)(char *sql, const struct statement_of *o
             }
         }
     }
+}
+
+/* Every write but a delete, in either mode and form, alone or judged, on an
+ * ordinary or a partitioned table, returns its look at the key of the row it
+ * wrote (KEY_KEPT); a delete, which returns the row its key matched, and the
+ * other statements do not. */
+static void key_kept_by_every_write(char *sql, const struct statement_of *of)
+{
+    if (of->kind >= 0)
+        assert_int_equal(strstr(sql, KEY_KEPT) != NULL, of->kind != FENCED_DELETE);
+    else
+        assert_null(strstr(sql, "key_moved"));
+    free(sql);
+}
+
+static void writes_look_at_their_key(void **state)
+{
+    (void)state;
+    each_statement(key_kept_by_every_write);
+    /* the key's own type and its equality; its parameter cast as everywhere else */
+    int n = 0;
+    char *sql =
+        fenced_sql_write(&schemas[1], FENCED_PUT, (bool[]){true}, FENCED_FORM_CLAIM, false, &n);
+    assert_non_null(strstr(sql,
+                           "CASE WHEN t.\"k\xc3\xa9y\" = $2::integer THEN true ELSE "
+                           "fencegate.key_moved(($2::integer)::text, (t.\"k\xc3\xa9y\")::text) "
+                           "END AS key_kept"));
+    free(sql);
 }
 
 static void rows_of_the_table(char *sql, const struct statement_of *of)
@@ -597,6 +646,7 @@ int main(void)
         cmocka_unit_test(refusal_statements),
         cmocka_unit_test(judged_statements),
         cmocka_unit_test(statements_reach_their_table_alone),
+        cmocka_unit_test(writes_look_at_their_key),
         cmocka_unit_test(partitioned_statements_ask_no_system_column),
         cmocka_unit_test(resource_statement),
         cmocka_unit_test(fit_check),

@@ -31,6 +31,10 @@ static void codes(void **state)
     assert_int_equal(sqlstate_code("0A000", true), FG_ERR_BACKEND_UNAVAILABLE); /* stale plans */
     assert_int_equal(sqlstate_code("P0001", false), FG_ERR_INVALID_FIELD);
     assert_int_equal(sqlstate_code("P0004", false), FG_ERR_INVALID_FIELD);
+    /* the table moved a write onto another key (fencegate.key_moved); the gateway's own
+     * other states are no verdict on the client's values */
+    assert_int_equal(sqlstate_code("FGM01", false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("FGK01", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("42501", false), FG_ERR_FORBIDDEN);
     assert_int_equal(sqlstate_code("42P01", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("40000", false), FG_ERR_INTERNAL);

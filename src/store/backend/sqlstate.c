@@ -28,6 +28,8 @@ static const struct {
                                               a generated column computes); stale plans, the one
                                               0A000 of the gateway's own, count as a lost session */
     {"P0", FG_ERR_INVALID_FIELD},          /* a trigger's RAISE or ASSERT refused the values */
+    {"FGM01", FG_ERR_INVALID_FIELD},       /* the table moved the write onto another key (a trigger
+                                              that changes it: fencegate.key_moved) */
     {"42501", FG_ERR_FORBIDDEN}, /* the role may not: a privilege, a row security policy */
 };
 

@@ -49,10 +49,16 @@
  * and no row at all when it wrote nothing; a key the gateway knows as Postgres
  * prints it is not asked back (put_returning). The row is the key and the listed
  * columns, nothing else of the table (a column added later stays private).
- * Not asked for it (Prefer: return=minimal), a write answers nothing but,
- * where the gateway cannot name the row itself (a key of a type it does not
- * read, such as timestamptz or bytea), the resource: the command's row count
- * tells whether it wrote.
+ * Not asked for it (Prefer: return=minimal), a write answers nothing of the
+ * row but, where the gateway cannot name the row itself (a key of a type it
+ * does not read, such as timestamptz or bytea), the resource: the command's
+ * row count tells whether it wrote.
+ *
+ * Every write but a delete also returns key_kept, its look at the key of the
+ * row it wrote (put_key_kept): where a BEFORE trigger of the table changed it,
+ * or a unique index took another row's key for the one asked, the statement
+ * fails (SQLSTATE FGM01) and writes nothing, claims no fence: the fence and
+ * the lock that judged the write are those of the key asked.
  *
  * A write to a default-mode table that wrote nothing although nothing refuses
  * it runs once more in its judged form: the same write as the CTE a, and a verdict g that runs only
@@ -305,13 +311,36 @@ static bool returns_resource(const struct table_schema *s, bool want_row)
     return want_row ? !key_prints_canonical(&s->key_shape) : !key_identity_known(&s->key_shape);
 }
 
+/* "<sep>CASE WHEN t."<key>" = $2::<key type> THEN true ELSE
+ * fencegate.key_moved(...) END AS key_kept": the look of a write at the key of
+ * the row it wrote, which must be the key asked for, by the key column's own
+ * equality (a numeric 1.0 and 1.00 are one key). A BEFORE trigger that changes
+ * the key, or a unique index that takes two keys for one (ON CONFLICT then
+ * updates the other row), would move the write onto a row of another
+ * resource, under the fence and the lock of this one: fencegate.key_moved
+ * (sql/130_key_moved.sql) fails the statement then (SQLSTATE FGM01), undoing
+ * it whole. CASE calls it only where the keys differ: an accepted write pays
+ * one comparison. A DELETE needs none: it returns the row its WHERE matched,
+ * which a trigger cannot change. */
+static void put_key_kept(FILE *out, const struct table_schema *s, const char *sep)
+{
+    fprintf(out, "%sCASE WHEN t.", sep);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $2::%s THEN true ELSE fencegate.key_moved(($2::%s)::text, (t.", s->key_type,
+            s->key_type);
+    put_ident(out, s->cfg->key);
+    fputs(")::text) END AS key_kept", out);
+}
+
 /* The answer of a write (its first member after sep, " RETURNING " or ", "):
  * the resource of the written row where returns_resource says so and, asked
  * for the row (want_row) but for a delete, its key and listed columns, from
  * which the gateway writes the row's JSON (row_json.h): the text row_to_json
  * would write, for less of Postgres's time. A key Postgres prints as the
- * gateway does (key_prints_canonical) is not returned: a delete of such a
- * row, or a write of a table with no other column, returns nothing. */
+ * gateway does (key_prints_canonical) is not returned. Last, but for a
+ * delete, the look at the written row's key (put_key_kept), which every
+ * write but a delete returns: a delete that answers neither resource nor row
+ * returns nothing. */
 static void put_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind,
                           const char *sep, bool want_row)
 {
@@ -322,16 +351,24 @@ static void put_returning(FILE *out, const struct table_schema *s, enum fenced_k
         fputs(" AS resource", out);
         sep = ", ";
     }
-    if (!want_row || kind == FENCED_DELETE)
+    if (kind == FENCED_DELETE)
         return;
-    if (!known) {
+    if (want_row && !known) {
         put_row_member(out, sep, s->cfg->key, s->row_kinds[0], 0);
         sep = ", ";
     }
-    for (size_t i = 0; i < s->cfg->ncolumns; i++) {
+    for (size_t i = 0; want_row && i < s->cfg->ncolumns; i++) {
         put_row_member(out, sep, s->cfg->columns[i], s->row_kinds[i + 1], i + 1);
         sep = ", ";
     }
+    put_key_kept(out, s, sep);
+}
+
+/* True if a write of kind returns anything (put_returning): every write but a
+ * delete, and a delete that answers its resource. */
+static bool returns_any(const struct table_schema *s, enum fenced_kind kind, bool want_row)
+{
+    return kind != FENCED_DELETE || returns_resource(s, want_row);
 }
 
 /* "ONLY <table>", or "<table>" for a partitioned table: the table whose rows
@@ -536,7 +573,7 @@ static void put_default_write(FILE *out, const struct table_schema *s, enum fenc
     }
     fputc(' ', out);
     put_claimed_dml(out, s, kind, written, guard);
-    if (want_row || returns_resource(s, want_row))
+    if (returns_any(s, kind, want_row))
         put_returning(out, s, kind, " RETURNING ", want_row);
 }
 
@@ -773,7 +810,7 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
         put_column_write(out, s, kind, written, *nparams + 1);
     else
         put_default_write(out, s, kind, written, form, want_row);
-    if ((want_row || returns_resource(s, want_row)) && column && kind == FENCED_PATCH)
+    if (column && kind == FENCED_PATCH)
         put_returning(out, s, kind, " RETURNING ", want_row);
     if (kind != FENCED_DELETE)
         for (size_t i = 0; i < s->cfg->ncolumns; i++)

@@ -20,8 +20,11 @@
  * as to_json's text where the gateway does not write the type's JSON itself
  * (row_json.h; none for a delete); resource and c0 only where the gateway
  * does not know them (key_prints_canonical), and no row at all where nothing
- * is left to return. Not asked, it answers nothing, or (resource) alone where
- * the gateway cannot name the row itself (key_identity_known).
+ * is left to return. Not asked, it answers nothing of the row, or (resource)
+ * where the gateway cannot name the row itself (key_identity_known). Every
+ * write but a delete answers one more member, key_kept (true), for the row it
+ * wrote, and fails with SQLSTATE FGM01, writing nothing, where that row's key
+ * is not the one asked (a BEFORE trigger changed it; fencegate.key_moved).
  * A refused write, one whose row is missing, or one a BEFORE trigger of the
  * table skipped (returned NULL) counts 0 and writes nothing; the refusal
  * statement then tells why, and keeps the audit row of a refusal, and where
