@@ -8,11 +8,14 @@
 -- write statement returns, for each row it wrote, CASE WHEN <the row's key> =
 -- <the key asked> THEN true ELSE fencegate.key_moved(...) END: the key
 -- column's own equality (a numeric 1.0 and 1.00 are one key), and this
--- function only where they differ, so an accepted write pays one comparison.
+-- function only where they differ, so an accepted write pays one comparison
+-- (and the executor's set-up of the call, cheapest with both keys given in
+-- their own type: the function is polymorphic, casts to text would be set up
+-- on every run too).
 -- It fails the statement with SQLSTATE FGM01, which undoes the whole
 -- statement (its write and any fence it claimed); the gateway answers
 -- 400 invalid_field with this message (store/backend/sqlstate.c).
-CREATE OR REPLACE FUNCTION fencegate.key_moved(asked text, stored text) RETURNS boolean
+CREATE OR REPLACE FUNCTION fencegate.key_moved(asked anyelement, stored anyelement) RETURNS boolean
     LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'FGM01',

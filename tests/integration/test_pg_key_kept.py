@@ -42,7 +42,7 @@ END $$;
 CREATE OR REPLACE FUNCTION public.km_same() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN NEW.id := NEW.id; RETURN NEW; END $$;
 CREATE OR REPLACE FUNCTION public.km_scale() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN NEW.id := round(NEW.id, 2); RETURN NEW; END $$;
+BEGIN NEW.id := round(NEW.id, 2) + CASE WHEN NEW.note = 'shifted' THEN 1 ELSE 0 END; RETURN NEW; END $$;
 CREATE TABLE IF NOT EXISTS public.km_default (id text PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.km_column (id text PRIMARY KEY, note text, lock_fence bigint);
 CREATE TABLE IF NOT EXISTS public.km_part (id text PRIMARY KEY, note text) PARTITION BY RANGE (id);
@@ -228,7 +228,8 @@ class KeyKeptTest(GatewayTest):
 
     def test_a_trigger_that_keeps_the_key_writes(self):
         """km_same() sets the key to itself, km_scale() a numeric key to an equal value of another scale (1.0
-        to 1.00, one key by the column's own equality): every form writes as on a table without them."""
+        to 1.00, one key by the column's own equality): every form writes as on a table without them. Where
+        km_scale() adds 1 (note 'shifted'), the write is refused as any moved write."""
         (token, fence), = tokens(self.c, unique("tr-km"), 1)
         for table in ("km_same", "km_same_column"):
             with self.subTest(table=table):
@@ -253,6 +254,12 @@ class KeyKeptTest(GatewayTest):
         self.assertEqual((r.status, r.body["resource"]), (200, f"pg:km_num/{n}"), r)
         self.assertEqual(psql("SELECT id || '|' || note FROM public.km_num WHERE id = :'k'", {"k": n}), [f"{n}.00|b"])
         self.assertEqual(stored_fence(f"pg:km_num/{n}"), fence)
+        # A key of another type that the table does change: refused the same way, each key as Postgres prints it.
+        r = write(self.c, "PATCH", "km_num", f"{n}.0", {"set": {"note": "shifted"}}, token)
+        self.assert_moved(r, f"{n}.0", f"{int(n) + 1}.00")
+        self.assertEqual(psql("SELECT id || '|' || note FROM public.km_num WHERE id >= :'k' ORDER BY id",
+                              {"k": n}), [f"{n}.00|b"])
+        self.assertIsNone(stored_fence(f"pg:km_num/{int(n) + 1}"))
 
 
 if __name__ == "__main__":
