@@ -11,12 +11,13 @@
 -- function only where they differ, so an accepted write pays one comparison
 -- (and the executor's set-up of the call, cheapest with both keys given in
 -- their own type: the function is polymorphic, casts to text would be set up
--- on every run too).
+-- on every run too; its SET clause, beside fixing what format() resolves to,
+-- lets that set-up skip the lookup of its language until it is called).
 -- It fails the statement with SQLSTATE FGM01, which undoes the whole
 -- statement (its write and any fence it claimed); the gateway answers
 -- 400 invalid_field with this message (store/backend/sqlstate.c).
 CREATE OR REPLACE FUNCTION fencegate.key_moved(asked anyelement, stored anyelement) RETURNS boolean
-    LANGUAGE plpgsql VOLATILE AS $$
+    LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'FGM01',
         MESSAGE = format('the table changed the key from %L to %L (a BEFORE trigger, or a unique'
