@@ -312,18 +312,19 @@ static bool returns_resource(const struct table_schema *s, bool want_row)
 }
 
 /* "<sep>CASE WHEN t."<key>" = $2::<key type> THEN true ELSE
- * fencegate.key_moved($2::<key type>, t."<key>") END AS key_kept": the look of a write at the key
- * of the row it wrote, which must be the key asked for, by the key column's own equality (a
- * numeric 1.0 and 1.00 are one key). A BEFORE trigger that changes the key, or a unique index that
- * takes two keys for one (ON CONFLICT then updates the other row), would move the write onto a row
- * of another resource, under the fence and the lock of this one: fencegate.key_moved
- * (sql/130_key_moved.sql) fails the statement then (SQLSTATE FGM01), undoing
- * it whole. CASE calls it only where the keys differ: an accepted write pays
- * one comparison, and the set-up of the call it does not make, which takes
- * both keys in their own type (a polymorphic function) rather than through
- * casts to text, each of which the executor would set up on every run too.
- * A DELETE needs none: it returns the row its WHERE matched, which a trigger
- * cannot change. */
+ * fencegate.key_moved($2::<key type>, t."<key>") END AS key_kept": the look
+ * of a write at the key of the row it wrote, which must be the key asked for,
+ * by the key column's own equality (a numeric 1.0 and 1.00 are one key). A
+ * BEFORE trigger that changes the key, or a unique index that takes two keys
+ * for one (ON CONFLICT then updates the other row), would move the write onto
+ * a row of another resource, under the fence and the lock of this one:
+ * fencegate.key_moved (sql/130_key_moved.sql) fails the statement then
+ * (SQLSTATE FGM01), undoing it whole. CASE calls it only where the keys
+ * differ: an accepted write pays one comparison, and the set-up of the call it
+ * does not make, which takes both keys in their own type (a polymorphic
+ * function) rather than through casts to text, each of which the executor
+ * would set up on every run too. A DELETE needs none: it returns the row its
+ * WHERE matched, which a trigger cannot change. */
 static void put_key_kept(FILE *out, const struct table_schema *s, const char *sep)
 {
     fprintf(out, "%sCASE WHEN t.", sep);
