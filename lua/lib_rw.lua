@@ -69,8 +69,10 @@ end
 -- Appends the audit entry of a refused write; returns the refusal's reply
 -- (with floor = true when the write floor refused it, not the key's fence: on
 -- a Redis Cluster the floor may be above the block the token's lock issues
--- from, which the gateway then raises: lease/fence.h, fence_lift).
-local function refuse(outcome, reason, cur, by_floor)
+-- from, which the gateway then raises: lease/fence.h, fence_lift; and
+-- below_floor = true when cur is the write floor, above the key's own fence,
+-- which the gateway's answer names as the floor, not as the key's fence).
+local function refuse(outcome, reason, cur, by_floor, below_floor)
   local t = redis.call('TIME')
   local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local f = audit_fields()
@@ -79,7 +81,8 @@ local function refuse(outcome, reason, cur, by_floor)
                         'client_addr', f.client_addr, 'method', f.method, 'reason', reason,
                         'at_ms', tostring(at), 'principal', f.principal,
                         'trace_id', f.trace_id)
-  return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at, floor = by_floor})
+  return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at, floor = by_floor,
+                       below_floor = below_floor})
 end
 
 -- Looks the presented fence up in the revoked set, with the member that says
@@ -137,12 +140,12 @@ local function refuse_stale()
   if v[2] == false or v[3] == false then return cjson.encode({r = 'nofloor'}) end
   local revoked, unready = fence_revoked()
   if unready then return unready end
-  local stored = tonumber(v[1] or '0')
-  local cur = math.max(stored, tonumber(v[2]))
+  local stored, floor = tonumber(v[1] or '0'), tonumber(v[2])
+  local cur = math.max(stored, floor)
   -- a revoked fence is refused whatever is stored: its record names the key's own fence
   if revoked then return refuse('revoked', 'revoked', stored) end
   if tonumber(A_fence) >= cur then return nil end
-  return refuse('stale', 'stale_fence', cur, tonumber(A_fence) >= stored or nil)
+  return refuse('stale', 'stale_fence', cur, tonumber(A_fence) >= stored or nil, floor > stored or nil)
 end
 
 -- Stores the presented fence as the key's highest.

@@ -6,7 +6,7 @@
 --   the revoked set lives in another slot of this node (lib_rw.lua)
 -- ARGV: lib_rw.lua
 -- Returns JSON {r=...}: applied {fence}, stale or revoked {current, audit_id,
--- at_ms, floor?}, nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), missing {} (no such key: nothing
+-- at_ms, floor?, below_floor?}, nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), missing {} (no such key: nothing
 -- is stored, not even a fence, so that deletes of keys that never existed cannot
 -- fill Redis with fence keys), wrongtype {type, want} (a key of a type the
 -- gateway does not write, a list or a set: nothing is deleted nor stored).

@@ -13,7 +13,7 @@
 -- sets new) asks which fields the hash has; then it writes the fields set in
 -- one HSET and those deleted in one HDEL.
 -- Returns JSON {r=...}: applied {fence} (the fields written are the gateway's
--- own: not echoed), stale or revoked {current, audit_id, at_ms, floor?},
+-- own: not echoed), stale or revoked {current, audit_id, at_ms, floor?, below_floor?},
 -- nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), wrongtype {type, want} (the key is not a hash),
 -- toomany {fields, max} (the hash would hold more than max_fields fields; nothing is
 -- written), missing {} (a patch that only deletes fields, of a key that does not

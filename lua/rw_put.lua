@@ -9,7 +9,7 @@
 --   value: the new value
 -- Returns JSON {r=...}: applied {fence} (the value is the gateway's own: not
 -- echoed, which would cost Redis its JSON), stale or revoked {current, audit_id,
--- at_ms, floor?}, nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua),
+-- at_ms, floor?, below_floor?}, nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua),
 -- wrongtype {type, want} (the key holds another type than a string: nothing is
 -- written, not even the fence).
 local stale = refuse_stale()

@@ -80,16 +80,25 @@ int fenced_write_bound(enum metric_backend backend, const struct resource_guard 
     return -1;
 }
 
-/* 409 stale_fence: both fences and the resource, and every stale resource of a batch. */
+/* 409 stale_fence: both fences and the resource, and every stale resource of a batch. A
+ * fence below Redis's write floor is told as such: the floor is no fence stored for the
+ * key, and its lease may still hold (a restart that kept the lease's records). */
 static void reply_stale(struct http_reply *reply, const struct fenced_writer *who,
                         const struct fenced_result *r, const char *method)
 {
     struct fg_error err;
     log_stale_write(r->resource, who->claims->name, who->claims->fence, r->fence, method,
                     who->client_addr);
-    fg_fail(&err, FG_ERR_STALE_FENCE,
-            "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->claims->fence,
-            r->fence, r->resource);
+    if (r->below_floor)
+        fg_fail(&err, FG_ERR_STALE_FENCE,
+                "fence %" PRId64 " is below the write floor %" PRId64
+                " of Redis keys, raised when Redis restarted or lost data: tokens issued before it "
+                "are refused on %s and every Redis key; acquire again",
+                who->claims->fence, r->fence, r->resource);
+    else
+        fg_fail(&err, FG_ERR_STALE_FENCE,
+                "fence %" PRId64 " is older than fence %" PRId64 " stored for %s",
+                who->claims->fence, r->fence, r->resource);
     json_t *extra =
         json_pack("{s:I, s:I, s:o}", "presented_fence", (json_int_t)who->claims->fence,
                   "current_fence", (json_int_t)r->fence, "resource", fgjson_string(r->resource));

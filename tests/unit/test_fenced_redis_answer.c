@@ -51,7 +51,16 @@ static void refused(void **state)
     assert_int_equal(res.fence, 9007199254740993LL);
     assert_string_equal(res.resource, "redis:app:x");
     assert_true(res.audit_streamed);
+    assert_false(res.below_floor);
     assert_null(res.after);
+    fenced_result_free(&res);
+    /* the write floor refused it: the answer names the floor as such */
+    assert_int_equal(read_text("{\"r\": \"stale\", \"current\": 30000, \"floor\": true, "
+                               "\"below_floor\": true}",
+                               &res, &err),
+                     0);
+    assert_int_equal(res.fence, 30000);
+    assert_true(res.below_floor);
     fenced_result_free(&res);
     assert_int_equal(read_text("{\"r\": \"revoked\", \"current\": 4}", &res, &err), 0);
     assert_int_equal(res.outcome, FENCED_REVOKED);

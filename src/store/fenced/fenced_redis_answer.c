@@ -92,6 +92,7 @@ int fenced_redis_answer_read(const char *script, const json_t *answer, const cha
     } else if (answered(answer, "stale") || answered(answer, "revoked")) {
         res->outcome = answered(answer, "stale") ? FENCED_STALE : FENCED_REVOKED;
         res->fence = fgjson_answer_int(answer, "current", 0);
+        res->below_floor = json_is_true(json_object_get(answer, "below_floor"));
         res->audit_streamed = true;
     } else {
         return not_taken(script, answer, resource, err);

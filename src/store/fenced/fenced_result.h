@@ -35,6 +35,8 @@ struct fenced_result {
                                     drain is woken; otherwise it is in Postgres already */
     unsigned audit_slot;         /* audit_streamed: the slot of that stream (store/backend/
                                     shared_keys.h; 0 on one Redis) */
+    bool below_floor;            /* stale: fence is Redis's write floor, above the key's own
+                                    fence (Redis lost or may have lost data since the token) */
 };
 
 /* Frees what res owns and zeroes it. */
