@@ -65,6 +65,30 @@ class FenceMoveTest(unittest.TestCase):
             c.close()
         self.assertEqual(psql(f'SELECT note FROM public."{self.table}" WHERE id = 7'), ["after"])
 
+    def test_a_row_whose_key_a_trigger_changes_moves_nothing(self):
+        """A BEFORE UPDATE trigger that lowers the key would carry row ABC's fence (pg:<table>/ABC) onto
+        row abc, another resource, under the move's UPDATE: the move fails whole, naming both, and nothing
+        of the table changes. Caught before: the move answered 1 fence moved and renamed the row."""
+        table = f"fence_move_trg_{uuid.uuid4().hex[:8]}"
+        self.assertEqual(run_fencegate(["migrate"]).returncode, 0)  # fencegate.resource_fences
+        psql(f'CREATE TABLE public."{table}" (id text PRIMARY KEY, note text, fence bigint)')
+        self.addCleanup(psql, f'DROP TABLE IF EXISTS public."{table}"')
+        self.addCleanup(psql, f"DELETE FROM fencegate.resource_fences WHERE resource LIKE 'pg:{table}/%'")
+        psql(f"""INSERT INTO public."{table}" (id, note) VALUES ('ABC', 'upper'), ('k', 'plain')""")
+        psql(f"""CREATE FUNCTION public."{table}_lower"() RETURNS trigger LANGUAGE plpgsql AS
+                 $$BEGIN NEW.id := lower(NEW.id); RETURN NEW; END$$""")
+        self.addCleanup(psql, f'DROP FUNCTION IF EXISTS public."{table}_lower"() CASCADE')
+        psql(f'CREATE TRIGGER lower_key BEFORE UPDATE ON public."{table}" FOR EACH ROW '
+             f'EXECUTE FUNCTION public."{table}_lower"()')
+        psql(f"INSERT INTO fencegate.resource_fences (resource, fence) VALUES "
+             f"('pg:{table}/ABC', 41), ('pg:{table}/k', 42)")
+        config = {"tables": {table: {"key": "id", "columns": ["note"], "fence_column": "fence"}}}
+        r = run_fencegate(["fence-column", table], config=config)
+        self.assertNotEqual(r.returncode, 0, r)
+        self.assertIn(f"the table changed the key from 'pg:{table}/ABC' to 'pg:{table}/abc'", r.stdout + r.stderr)
+        self.assertEqual(psql(f'SELECT id, note, fence FROM public."{table}" ORDER BY id'),
+                         ["ABC|upper|", "k|plain|"], "the move changed the table")
+
     def test_refuses_a_table_without_a_fence_column(self):
         r = self.move(self.plain)
         self.assertEqual(r.returncode, 2, r)

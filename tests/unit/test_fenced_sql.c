@@ -475,6 +475,7 @@ struct statement_of {
     bool column;      /* the table keeps its fence in a fence_column */
     bool partitioned; /* the table is partitioned */
     int kind;         /* a write's enum fenced_kind, or -1 for another statement */
+    bool adopt;       /* the fence_column move's statement (fenced_sql_adopt_fences) */
 };
 
 /* Hands check every statement of either mode, on an ordinary table and on a
@@ -504,7 +505,9 @@ static void each_statement(void (*check)(char *sql, const struct statement_of *o
             check(fenced_sql_refusal(&s), &of);
             if (column) {
                 check(fenced_sql_column_claim(&s), &of);
+                of.adopt = true;
                 check(fenced_sql_adopt_fences(&s), &of);
+                of.adopt = false;
             }
         }
     }
@@ -513,11 +516,14 @@ static void each_statement(void (*check)(char *sql, const struct statement_of *o
 /* Every write but a delete, in either mode and form, alone or judged, on an
  * ordinary or a partitioned table, returns its look at the key of the row it
  * wrote (KEY_KEPT); a delete, which returns the row its key matched, and the
- * other statements do not. */
+ * other statements do not, but for the fence_column move, which looks at the
+ * resource of each row it raises. */
 static void key_kept_by_every_write(char *sql, const struct statement_of *of)
 {
     if (of->kind >= 0)
         assert_int_equal(strstr(sql, KEY_KEPT) != NULL, of->kind != FENCED_DELETE);
+    else if (of->adopt)
+        assert_non_null(strstr(sql, " = rf.resource THEN true ELSE fencegate.key_moved(rf.resource, "));
     else
         assert_null(strstr(sql, "key_moved"));
     free(sql);

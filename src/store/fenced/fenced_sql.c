@@ -1037,6 +1037,13 @@ char *fenced_sql_adopt_fences(const struct table_schema *s)
     put_row_resource(out, 1, "t", s);
     fputs(" AND coalesce(t.", out);
     put_ident(out, s->cfg->fence_column);
-    fputs(", 0) < rf.fence RETURNING rf.fence", out);
+    /* The row must keep the resource whose fence it takes: a BEFORE UPDATE
+     * trigger that changes the key would carry it to another row's resource
+     * (put_key_kept's look, by resource). */
+    fputs(", 0) < rf.fence RETURNING rf.fence, CASE WHEN ", out);
+    put_row_resource(out, 1, "t", s);
+    fputs(" = rf.resource THEN true ELSE fencegate.key_moved(rf.resource, ", out);
+    put_row_resource(out, 1, "t", s);
+    fputs(") END AS key_kept", out);
     return stream_close(out, &buf);
 }

@@ -182,7 +182,9 @@ char *fenced_sql_read(const struct table_schema *schema);
  * fence_column) from fencegate.resource_fences into that column: each row
  * whose resource ($1 prefix || its canonical key) has a stored fence above the
  * column's gets it. Answers one row per row raised. Run once, with no gateway
- * writing to the table, when a table moves to fence_column mode.
+ * writing to the table, when a table moves to fence_column mode. A row that a
+ * BEFORE UPDATE trigger moves to another key fails it whole (SQLSTATE FGM01,
+ * fencegate.key_moved): its fence would land on another resource's row.
  */
 char *fenced_sql_adopt_fences(const struct table_schema *schema);
 
