@@ -176,6 +176,67 @@ class AuditDrainTest(unittest.TestCase):
             wait_for(lambda: self.stored(meanwhile) == 3, timeout=30, what="the three stored")
             self.assertEqual(self.stored(refused), 0)
 
+    def rows(self, like: str) -> list[tuple[str, ...]]:
+        """(resource, presented, current, at_ms, source_id) of every record of resources LIKE like, by resource."""
+        return [tuple(line.split("|")) for line in psql(
+            "SELECT resource, presented_fence, current_fence, floor(extract(epoch FROM at) * 1000)::bigint,"
+            " source_id FROM fencegate.rejections WHERE resource LIKE :'p' ORDER BY resource, id",
+            {"p": like}, dsn=self.dsn)]
+
+    def test_a_record_whose_entry_id_was_stored_before_is_kept(self):
+        """A Redis that lost its audit stream (a FLUSHALL, a restart without persistence, a failover to a replica
+        behind) may give a new refusal the entry id of one already copied: Postgres holds a record under that
+        source_id with other contents. Here the drain is held while three stale writes are refused, and rows of
+        another refusal are stored under the source ids of the first two entries; the three records are stored
+        once each (the two under a derived source id), the rows before them untouched, and the same entries
+        drained again (back in the stream with their ids, as after a crash between the insert and the
+        acknowledgement) store nothing more. Caught: an insert that took any row of the source_id for the entry
+        (the two records dropped, their refusals answered 409 with no record)."""
+        tag = uuid.uuid4().hex[:8]
+        keys = [f"app:{tag}-{i}" for i in range(3)]
+        earlier = f"redis:earlier-{tag}"
+        with Gateway(env_overrides=self.env, config={"redis_prefixes": ["app:"]}) as gw:
+            c = gw.client()
+            self.addCleanup(c.close)
+            old, new = (c.post(f"/v1/locks/{tag}-{n}/acquire").body for n in ("old", "new"))
+            for key in keys:
+                r = c.request("PUT", f"/v1/redis/{key}", {"value": "new"}, headers={"Fence-Token": new["token"]})
+                self.assertEqual(r.status, 200, r)
+            psql(refuse("redis:app:%"), dsn=self.dsn)
+            for key in keys:
+                r = c.request("PUT", f"/v1/redis/{key}", {"value": "old"}, headers={"Fence-Token": old["token"]})
+                self.assertEqual(r.status, 409, r)
+            wait_for(lambda: "audit_held" in gw.log_text(), timeout=20, what="the drain held")
+            entries = self.redis.cmd("XRANGE", "fg:audit", "-", "+")
+            ids = [e[0] for e in entries]
+            self.assertEqual(len(ids), 3, entries)
+            psql("INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence, owner,"
+                 " client_addr, method, reason, source_id)"
+                 " SELECT now() - interval '1 hour', :'r', 'other', 5, 6, 'earlier', '10.0.0.9', 'PATCH',"
+                 " 'stale_fence', 'fg:audit/' || id FROM unnest(ARRAY[:'a', :'b']) id",
+                 {"r": earlier, "a": ids[0], "b": ids[1]}, dsn=self.dsn)
+            before = self.rows(earlier)
+            psql(ACCEPT, dsn=self.dsn)
+            wait_for(lambda: self.redis.cmd("XLEN", "fg:audit") == 0, timeout=30, what="the stream drained")
+            stored = self.rows(f"redis:app:{tag}-%")
+            self.assertEqual([r[:3] for r in stored],
+                             [(f"redis:{key}", str(old["fence"]), str(new["fence"])) for key in keys], stored)
+            self.assertRegex(stored[0][4], rf"^fg:audit/{ids[0]}#[0-9a-f]{{32}}$")
+            self.assertRegex(stored[1][4], rf"^fg:audit/{ids[1]}#[0-9a-f]{{32}}$")
+            self.assertEqual(stored[2][4], f"fg:audit/{ids[2]}")  # no collision: the source id as ever
+            self.assertEqual(self.rows(earlier), before)
+            self.assertEqual(self.dead_letters(), [])
+            # The same entries again, as a drain that stored them and died before it deleted them leaves them.
+            self.redis.cmd("MULTI")
+            self.redis.cmd("DEL", "fg:audit")
+            for entry_id, fields in entries:
+                self.redis.cmd("XADD", "fg:audit", entry_id, *fields)
+            self.redis.cmd("EXEC")
+            wait_for(lambda: self.redis.cmd("XLEN", "fg:audit") == 0, timeout=30, what="the stream drained again")
+            self.assertEqual(self.rows(f"redis:app:{tag}-%"), stored)
+            self.assertEqual(self.rows(earlier), before)
+            self.assertEqual(self.dead_letters(), [])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -3,7 +3,8 @@
  * audit.c - writing and reading fencegate.rejections: one record per refused
  * request, whatever the backend. Stale Postgres writes record themselves inside
  * their own statement (fenced_sql.c) and stale Redis writes in the audit stream
- * (audit_stream.c stores them with audit_insert_copy); this file holds the one
+ * (audit_stream.c stores them with audit_insert_copy, once per entry even when
+ * a Redis that lost the stream used an entry id again); this file holds the one
  * insert of every other refusal (audit_insert, fenced_refusal.c) and the keyset-paginated query of
  * GET /v1/audit/rejections, one prepared statement per combination of filters so that each can use
  * its index (resources (GIN), (lock_name, id) or the key), and the per-minute counts and most
@@ -17,6 +18,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/backend/pg.h"
 #include "util/log.h"
@@ -33,6 +35,7 @@ static const char prune_sql[] =
     " FOR UPDATE SKIP LOCKED)"
     " DELETE FROM fencegate.rejections r USING doomed WHERE r.id = doomed.id RETURNING r.id";
 
+/* The insert of a refusal recorded directly (no source_id: every row stored). */
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
     " owner, client_addr, method, reason, source_id, principal, resources, trace_id, lease_kind)"
@@ -42,6 +45,61 @@ static const char insert_sql[] =
     " CASE WHEN $12::text IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($12::json))"
     " END, $13::text, $14::text)"
     " ON CONFLICT (source_id) DO NOTHING";
+
+/*
+ * The insert of a record copied from a queue, with the parameters of
+ * insert_sql. A source_id names a stream entry, which a Redis that lost its stream (a
+ * FLUSHALL, a restart without persistence, a failover to a replica behind) may
+ * hand out again for another refusal: so a row of that source_id counts as
+ * this record only if it holds the same contents (`same`: every column but id
+ * and source_id, NULL-safe; at compared only when the record names it). A
+ * record whose source_id holds another refusal is stored under a derived one,
+ * the source_id, '#' and the md5 of its contents (text that no session setting
+ * changes: at as its milliseconds), so that copying that same entry again
+ * finds it there. Resources are stored as the trigger of sql/011 would make
+ * them, so that they compare alike. Answers one row: `stored`, the source_id
+ * stored under (NULL: none), and `repeat`, whether a row of the same contents
+ * was there; neither means a row committed after the statement's snapshot
+ * took the source_id (audit_insert_copy runs it again).
+ */
+static const char copy_sql[] =
+    "WITH v AS (SELECT CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0) END AS at,"
+    " $2::text AS resource, $3::text AS lock_name, $4::bigint AS presented_fence,"
+    " $5::bigint AS current_fence, $6::text AS owner, $7::text AS client_addr, $8::text AS method,"
+    " $9::text AS reason, $10::text AS source_id, $11::text AS principal,"
+    " coalesce(CASE WHEN $12::text IS NULL THEN NULL"
+    " ELSE ARRAY(SELECT json_array_elements_text($12::json)) END, ARRAY[$2::text]) AS resources,"
+    " $13::text AS trace_id, $14::text AS lease_kind),"
+    " k AS (SELECT v.*, v.source_id || '#' || md5(row($1::bigint, v.resource, v.lock_name,"
+    " v.presented_fence, v.current_fence, v.owner, v.client_addr, v.method, v.reason,"
+    " v.principal, v.resources, v.trace_id, v.lease_kind)::text) AS derived FROM v),"
+    " seen AS (SELECT r.source_id, (k.at IS NULL OR r.at = k.at)"
+    " AND r.resource IS NOT DISTINCT FROM k.resource"
+    " AND r.lock_name IS NOT DISTINCT FROM k.lock_name"
+    " AND r.presented_fence IS NOT DISTINCT FROM k.presented_fence"
+    " AND r.current_fence IS NOT DISTINCT FROM k.current_fence"
+    " AND r.owner IS NOT DISTINCT FROM k.owner AND r.client_addr IS NOT DISTINCT FROM k.client_addr"
+    " AND r.method IS NOT DISTINCT FROM k.method AND r.reason IS NOT DISTINCT FROM k.reason"
+    " AND r.principal IS NOT DISTINCT FROM k.principal"
+    " AND r.resources IS NOT DISTINCT FROM k.resources"
+    " AND r.trace_id IS NOT DISTINCT FROM k.trace_id"
+    " AND r.lease_kind IS NOT DISTINCT FROM k.lease_kind AS same"
+    " FROM fencegate.rejections r, k WHERE r.source_id IN (k.source_id, k.derived)),"
+    " ins AS (INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence,"
+    " current_fence, owner, client_addr, method, reason, source_id, principal, resources,"
+    " trace_id, lease_kind)"
+    " SELECT coalesce(k.at, clock_timestamp()), k.resource, k.lock_name, k.presented_fence,"
+    " k.current_fence, k.owner, k.client_addr, k.method, k.reason,"
+    " CASE WHEN EXISTS (SELECT FROM seen WHERE seen.source_id = k.source_id) THEN k.derived"
+    " ELSE k.source_id END, k.principal, k.resources, k.trace_id, k.lease_kind"
+    " FROM k WHERE NOT EXISTS (SELECT FROM seen WHERE same)"
+    " ON CONFLICT (source_id) DO NOTHING RETURNING source_id)"
+    " SELECT (SELECT source_id FROM ins) AS stored, EXISTS (SELECT FROM seen WHERE same) AS repeat";
+
+/* Runs of copy_sql for one record: a source_id taken by a commit after its
+ * snapshot is seen by the next run, and only a derived one may be taken so
+ * after that (by another gateway copying the same entry). */
+#define COPY_RUNS 3
 
 #define QUERY_COLUMNS                                                                              \
     "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
@@ -81,9 +139,11 @@ static const struct {
 
 static const char *const integer_members[] = {"id", "at_ms", "presented_fence", "current_fence"};
 
-/* Inserts rec on conn (NULL: a connection of the pool); a failure is
- * Postgres's own answer. */
-static int insert_row(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err)
+/* Runs the insert sql (named name) of rec on conn (NULL: a connection of the
+ * pool), its rows in *rows when rows is not NULL; a failure is Postgres's own
+ * answer. */
+static int insert_row(struct pg_conn *conn, const char *name, const char *sql,
+                      const struct audit_record *rec, json_t **rows, struct fg_error *err)
 {
     char at[24], presented[24], current[24];
     char *resources = NULL;
@@ -109,15 +169,15 @@ static int insert_row(struct pg_conn *conn, const struct audit_record *rec, stru
         resources,
         rec->trace_id != NULL && rec->trace_id[0] != '\0' ? rec->trace_id : NULL,
         rec->lease_kind != NULL && rec->lease_kind[0] != '\0' ? rec->lease_kind : NULL};
-    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 14, params, NULL, err)
-                          : pg_query("audit_insert", insert_sql, 14, params, NULL, err);
+    int rc = conn != NULL ? pg_exec(conn, name, sql, 14, params, rows, err)
+                          : pg_query(name, sql, 14, params, rows, err);
     free(resources);
     return rc;
 }
 
 int audit_insert(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err)
 {
-    if (insert_row(conn, rec, err) == 0)
+    if (insert_row(conn, "audit_insert", insert_sql, rec, NULL, err) == 0)
         return 0;
     char why[sizeof err->msg];
     snprintf(why, sizeof why, "%s", err->msg);
@@ -128,7 +188,21 @@ int audit_insert(struct pg_conn *conn, const struct audit_record *rec, struct fg
 int audit_insert_copy(const struct audit_record *rec, struct fg_error *err)
 {
     FG_ASSERT(rec->source_id != NULL);
-    return insert_row(NULL, rec, err);
+    for (int run = 0; run < COPY_RUNS; run++) {
+        json_t *rows = NULL;
+        if (insert_row(NULL, "audit_insert_copy", copy_sql, rec, &rows, err) != 0)
+            return -1;
+        const json_t *row = json_array_get(rows, 0);
+        const char *repeat = json_string_value(json_object_get(row, "repeat"));
+        bool done = json_string_value(json_object_get(row, "stored")) != NULL ||
+                    (repeat != NULL && strcmp(repeat, "t") == 0);
+        json_decref(rows);
+        if (done)
+            return 0;
+    }
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                   "other inserts took the source id %s of an audit entry %d times in a row",
+                   rec->source_id, COPY_RUNS);
 }
 
 /* Turns one row of text columns into an API record. */

@@ -45,10 +45,14 @@ struct audit_record {
 int audit_insert(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err) FG_WUR;
 
 /* Inserts rec, copied from the Redis audit stream (audit_stream.c), on a
- * connection of the pool; a second row with its source_id (required) is not
- * stored. A failure is Postgres's own answer, by which the drain tells an
- * entry that no insert can store (a data or constraint error) from one held
- * back by what may refuse every entry. */
+ * connection of the pool, once: a row with its source_id (required) and the
+ * same contents is rec stored before, and rec is not stored again; a row with
+ * its source_id and other contents is another refusal whose entry had that id
+ * (a Redis that lost its stream hands ids out again), and rec is stored under
+ * a source_id derived from its contents, once as well. A failure is Postgres's
+ * own answer, by which the drain tells an entry that no insert can store (a
+ * data or constraint error) from one held back by what may refuse every
+ * entry. */
 int audit_insert_copy(const struct audit_record *rec, struct fg_error *err) FG_WUR;
 
 /*

@@ -5,9 +5,9 @@
  * KEY_AUDIT ":{T(s)}": store/backend/shared_keys.h). Reads and acknowledgements are Lua scripts
  * (lua/rw_audit_read.lua, rw_audit_ack.lua); the insert is one prepared
  * statement that ignores an entry already stored (unique source_id, added by
- * sql/010). Entries are deleted from the stream only after their row is
- * committed, so a crash in between stores a row twice at worst, which the
- * unique source_id turns into once.
+ * sql/010, and the same contents: audit_insert_copy). Entries are deleted from
+ * the stream only after their row is committed, so a crash in between stores a
+ * row twice at worst, which the unique source_id turns into once.
  *
  * One entry must never stop the drain: an entry that Postgres refuses for its
  * contents (bytes that are not UTF-8, a data or constraint error) moves to the
@@ -54,8 +54,8 @@
 #define STREAM_ID_MAX     48    /* "<ms>-<seq>", two 64-bit numbers */
 #define SWEEP_INTERVAL_MS 60000 /* a cluster: every slot's stream looked at */
 
-/* Inserts rec, an entry of stream, under source id "<stream>/<entry_id>"; a
- * repeat is a no-op. */
+/* Inserts rec, an entry of stream, under source id "<stream>/<entry_id>" (or
+ * one derived from it when that id holds another record); a repeat is a no-op. */
 static int insert_record(const char *stream, const char *entry_id, const struct audit_record *rec,
                          struct fg_error *err)
 {
