@@ -11,7 +11,7 @@ Broken variants caught (besides each test's own): a drain that dead-lettered eve
 any reason but an unreachable server (all three records of a refusing Postgres went to the dead letters, none
 reached the table once it took inserts again).
 
-Owns: what the drain does with refusals. Must not: test entries that are not UTF-8, or a Postgres outage
+Owns: what the drain does with refusals, and with an entry whose id a stored record already has. Must not: test entries that are not UTF-8, or a Postgres outage
 (test_hostile.py, OwnerAndAuditTest).
 """
 
