@@ -250,15 +250,22 @@ int janitor_start(struct fg_error *err)
     return 0;
 }
 
-bool janitor_stop(int64_t until_ms)
+void janitor_stop_ask(void)
 {
     if (!jan.started)
-        return true;
+        return;
     pthread_mutex_lock(&jan.lock);
     atomic_store(&jan.stop, true);
     pthread_cond_signal(&jan.poked);
     pthread_mutex_unlock(&jan.lock);
     alarm_set(0);
+}
+
+bool janitor_stop(int64_t until_ms)
+{
+    if (!jan.started)
+        return true;
+    janitor_stop_ask();
     bool lease_ended = join_by(jan.lease_thread, until_ms);
     bool backend_ended = join_by(jan.backend_thread, until_ms);
     jan.started = false;

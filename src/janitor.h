@@ -19,8 +19,11 @@ int janitor_beat(struct fg_error *err) FG_WUR;
  * (audit_stream_poke). */
 int janitor_start(struct fg_error *err) FG_WUR;
 
-/* Stops them and joins each by until_ms (clock_mono_ms); false if one is still
- * in a backend call then, left behind. */
+/* Asks both janitor threads to end, without waiting for them. */
+void janitor_stop_ask(void);
+
+/* Stops them (janitor_stop_ask) and joins each by until_ms (clock_mono_ms);
+ * false if one is still in a backend call then, left behind. */
 bool janitor_stop(int64_t until_ms);
 
 #endif

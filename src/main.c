@@ -386,12 +386,19 @@ static int serve(struct config *cfg, struct fg_error *err)
 /* Stops the threads that call the backends, giving them until STOP_GRACE_MS
  * (request_timeout_ms if shorter) from now to finish the call they are in: one
  * still waiting for a stalled backend then is left behind, and the process
- * exits with it. The subscribers (the doorbell's, the sentinel watcher), which
- * wait for no answer, first. True if every one ended. */
+ * exits with it. Every thread is asked to end before any is joined, so that
+ * each has the whole grace: a join that waits for a stalled one out must not
+ * leave the next ones no time to see they were asked. The subscribers (the
+ * doorbell's, the sentinel watcher), which wait for no answer, first. True if
+ * every one ended. */
 static bool stop_backend_threads(long long request_timeout_ms)
 {
     int64_t until =
         clock_mono_ms() + (request_timeout_ms < STOP_GRACE_MS ? request_timeout_ms : STOP_GRACE_MS);
+    doorbell_stop_ask();
+    redis_watch_stop_ask();
+    readiness_stop_ask();
+    janitor_stop_ask();
     bool doorbell = doorbell_stop(until), watcher = redis_watch_stop(until),
          readiness = readiness_stop(until), janitor = janitor_stop(until);
     if (readiness && janitor && doorbell && watcher)

@@ -153,12 +153,17 @@ void readiness_check(bool headroom, struct readiness *out)
     pthread_mutex_unlock(&rd.lock);
 }
 
-bool readiness_stop(int64_t until_ms)
+void readiness_stop_ask(void)
 {
     pthread_mutex_lock(&rd.lock);
     rd.stop = true;
     pthread_cond_broadcast(&rd.changed);
     pthread_mutex_unlock(&rd.lock);
+}
+
+bool readiness_stop(int64_t until_ms)
+{
+    readiness_stop_ask();
     bool ended = true;
     struct asker *askers[] = {&rd.redis, &rd.pg};
     for (size_t i = 0; i < sizeof askers / sizeof askers[0]; i++) {

@@ -33,9 +33,13 @@ int readiness_start(long long timeout_ms, struct fg_error *err) FG_WUR;
  * within the timeout, and a backend that did not as down. Any thread. */
 void readiness_check(bool headroom, struct readiness *out);
 
-/* Stops the threads, waiting for each to finish what it asked until until_ms
- * (clock_mono_ms; INT64_MAX: a backend's own deadline at most); false if one
- * still waits for its backend then, left behind. True when they do not run. */
+/* Asks the threads to end, without waiting for them. */
+void readiness_stop_ask(void);
+
+/* Stops the threads (readiness_stop_ask), waiting for each to finish what it
+ * asked until until_ms (clock_mono_ms; INT64_MAX: a backend's own deadline at
+ * most); false if one still waits for its backend then, left behind. True
+ * when they do not run. */
 bool readiness_stop(int64_t until_ms);
 
 #endif

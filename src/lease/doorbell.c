@@ -324,11 +324,17 @@ int64_t doorbell_reap_orphans(int64_t now_ms)
     return next_ms;
 }
 
+void doorbell_stop_ask(void)
+{
+    if (bell.started)
+        redis_subscribe_stop(&bell.stop);
+}
+
 bool doorbell_stop(int64_t until_ms)
 {
     if (!bell.started)
         return true;
-    redis_subscribe_stop(&bell.stop);
+    doorbell_stop_ask();
     bool bell_ended = join_by(bell.thread, until_ms);
     bool ended_ended = join_by(bell.ended_thread, until_ms);
     bell.started = false;

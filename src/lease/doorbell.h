@@ -63,8 +63,11 @@ bool doorbell_adopt(const char *lease_id);
  * one is due (INT64_MAX: none left). */
 int64_t doorbell_reap_orphans(int64_t now_ms);
 
-/* Stops the doorbell's threads and joins each by until_ms (clock_mono_ms);
- * false if one still waits for Redis then, left behind. */
+/* Asks the doorbell's threads to end, without waiting for them. */
+void doorbell_stop_ask(void);
+
+/* Stops the doorbell's threads (doorbell_stop_ask) and joins each by until_ms
+ * (clock_mono_ms); false if one still waits for Redis then, left behind. */
 bool doorbell_stop(int64_t until_ms);
 
 #endif

@@ -24,6 +24,8 @@ from lock_helpers import unique_name  # noqa: E402
 TIMEOUT_MS = 1500
 # What a request may take beyond its deadline: reading it, answering it, a loaded machine's scheduling
 MARGIN_S = 1.0
+SHORT_GRACE_MS = 300  # request_timeout_ms, and so the threads' stop grace: below the watcher's 500 ms
+THREADS = ("readiness", "janitor", "doorbell", "sentinel_watcher")  # exit_without_waiting's fields
 
 
 def sentinel(test: unittest.TestCase, master: str, redis_port: int | None = None) -> int:
@@ -82,6 +84,55 @@ class RedisSentinelTest(unittest.TestCase):
         self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
         left = [json.loads(line) for line in gw.log_text().splitlines() if '"exit_without_waiting"' in line]
         self.assertEqual(left, [], "a thread was left behind")
+
+    def test_a_watcher_held_in_its_subscribe_is_joined_within_the_grace(self):
+        """The proxy holds every SUBSCRIBE +switch-master unanswered: the watcher gives each sentinel 500 ms
+        (SENTINEL_TIMEOUT_MS) to connect and answer in all, then 200 ms later subscribes again. SIGTERM as a
+        SUBSCRIBE is held, no request in flight: the watcher gives it up and ends 700 ms later at most, within the
+        threads' stop grace (a second), so it is joined (no exit_without_waiting) and the gateway exits 0 within a
+        second and a margin. Caught with the watcher's budget made request_timeout_ms (5 s): it was left behind."""
+        gw = self.gateway_held_in_subscribe()
+        took = gw.seconds_to_exit()
+        self.assertEqual(gw.stop(), 0)
+        self.assertEqual(self.left_behind(gw), [], "a thread was left behind")
+        self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
+
+    def test_a_watcher_held_past_a_short_grace_is_left_behind(self):
+        """As above with request_timeout_ms 300, which is then the threads' stop grace, shorter than the watcher's
+        500 ms: SIGTERM as a SUBSCRIBE is held leaves the watcher in that call when the grace ends. The process
+        does not wait for it: it logs exit_without_waiting naming sentinel_watcher (and no other thread) and exits
+        0 within the grace and a margin. Failed before the fix: the threads were asked to end one after another,
+        each once the one before was joined, so the watcher's join spent the grace and the readiness and janitor
+        threads, idle but asked only then, were named left behind too. Caught too with the watcher joined past
+        the grace (redis_watch_stop waiting for it without a deadline): no exit_without_waiting named it."""
+        gw = self.gateway_held_in_subscribe(request_timeout_ms=SHORT_GRACE_MS)
+        took = gw.seconds_to_exit()
+        self.assertEqual(gw.stop(), 0)
+        left = self.left_behind(gw)
+        self.assertEqual([{k: e.get(k) for k in THREADS} for e in left],
+                         [dict.fromkeys(THREADS, False) | {"sentinel_watcher": True}],
+                         f"the watcher, still in its SUBSCRIBE, was not the one left behind; log {gw.log_path}")
+        self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
+
+    def gateway_held_in_subscribe(self, **config) -> Gateway:
+        """A gateway serving through a sentinel behind a proxy that holds every SUBSCRIBE +switch-master
+        unanswered (each connection's until the test ends), returned as the watcher sends one anew."""
+        master = unique_name("sentinel").replace(":", "-")
+        proxy = TcpProxy(sentinel(self, master), hold=b"+switch-master", hold_every=True)
+        self.addCleanup(proxy.close)
+        url = f"redis-sentinel://127.0.0.1:{proxy.port}/{master}/0"
+        gw = Gateway(env_overrides={"FENCEGATE_REDIS_URL": url}, config=config or None)
+        self.addCleanup(gw.stop, check=False)
+        r = gw.client().post(f"/v1/locks/{master}/acquire", {"ttl_ms": 1000})
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(proxy.held.wait(10), "the watcher did not subscribe")
+        proxy.held.clear()
+        self.assertTrue(proxy.held.wait(10), "the watcher did not subscribe again")
+        return gw
+
+    @staticmethod
+    def left_behind(gw: Gateway) -> list[dict]:
+        return [json.loads(line) for line in gw.log_text().splitlines() if '"exit_without_waiting"' in line]
 
     def test_a_sentinel_answering_a_byte_at_a_time_costs_a_request_one_deadline(self):
         """A Redis of the test's own, its sentinel behind the proxy, request_timeout_ms 1500. The gateway

@@ -2360,11 +2360,17 @@ int redis_watch_start(struct fg_error *err)
     return 0;
 }
 
+void redis_watch_stop_ask(void)
+{
+    if (rds.watching)
+        redis_subscribe_stop(&rds.watcher_stop);
+}
+
 bool redis_watch_stop(int64_t until_ms)
 {
     if (!rds.watching)
         return true;
-    redis_subscribe_stop(&rds.watcher_stop);
+    redis_watch_stop_ask();
     if (!join_by(rds.watcher, until_ms))
         return false;
     rds.watching = false;

@@ -206,8 +206,12 @@ void redis_subscribe_stop(atomic_bool *stop);
  * command); a no-op for redis://. */
 int redis_watch_start(struct fg_error *err) FG_WUR;
 
-/* Stops that thread and joins it by until_ms (clock_mono_ms); false if it is
- * still in a call to a sentinel then, left behind (true when it does not run). */
+/* Asks that thread to end, without waiting for it. */
+void redis_watch_stop_ask(void);
+
+/* Stops that thread (redis_watch_stop_ask) and joins it by until_ms
+ * (clock_mono_ms); false if it is still in a call to a sentinel then, left
+ * behind (true when it does not run). */
 bool redis_watch_stop(int64_t until_ms);
 
 /* Called by a thread that ends: closes its own connection to the primary, if
