@@ -16,13 +16,14 @@
  * rounds a budget as a request's (store/backend/redis.c shard_round), so
  * that the nodes it asks take a round's time in all; so do the lease
  * janitor's liveness beat (janitor.c beat: until its next beat) and the audit
- * stream's sweep of every slot (store/audit/audit_stream.c sweep: one
- * request_timeout_ms). A stale slot map fetched again in passing, which the
- * map in force stands in for meanwhile, takes a second at most of whatever
- * the thread has (budget_cap, store/backend/redis_route.c ensure_map).
- * Postgres draws nothing
- * from it: a statement cut short by the client may still commit, so its
- * deadlines stay its own (pg.h). Per thread, no locks.
+ * stream's sweep of every slot (store/audit/audit_stream.c sweep: a second,
+ * request_timeout_ms if less, so that a sweep under way at SIGTERM ends
+ * before the exit stops waiting for the backend janitor). A stale slot map
+ * fetched again in passing, which the map in force stands in for meanwhile,
+ * takes a second at most of whatever the thread has (budget_cap,
+ * store/backend/redis_route.c ensure_map). Postgres draws nothing from it: a
+ * statement cut short by the client may still commit, so its deadlines stay
+ * its own (pg.h). Per thread, no locks.
  */
 #ifndef FG_BUDGET_H
 #define FG_BUDGET_H

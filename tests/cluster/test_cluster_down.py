@@ -26,6 +26,11 @@ connection sends from a given command on.
    unanswered costs the give-back ROUTE_REFETCH_MS (1 s) at most, and the map in force routes the cancel: a
    waiter parked meanwhile, whose deadline the same janitor answers, is answered within a second of it. Caught
    before the fix: the fetch waited request_timeout_ms (5 s) for each node asked, and so did the waiter's answer.
+5. The backend janitor's audit sweep (one EXISTS per slot, pipelined, at start-up, every minute and after a back-off
+   while it fails) waits for Redis a second in all (request_timeout_ms if less); a node that holds it unanswered
+   at SIGTERM holds the janitor no longer than the threads' stop grace: no `exit_without_waiting` names `janitor`
+   and the gateway exits within a second and a margin. Caught before the fix: the sweep waited request_timeout_ms
+   (5 s here) in all, and the janitor was left behind.
 
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
@@ -35,6 +40,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import unittest
 import uuid
@@ -50,6 +56,7 @@ UNSERVED_SLOT = 0  # the slot left without an owner: the cluster is down
 BEAT_LEASE_MS = 1500  # waiter_lease_ms: a liveness beat every 500 ms, well below request_timeout_ms
 WAIT_MS = 500  # the parked waiter's wait_ms in test 4
 LATE_S = 1.5  # what its answer may take beyond WAIT_MS: ROUTE_REFETCH_MS and a margin on a loaded machine
+SWEEP_KEY = b"fg:audit:{"  # what the audit sweep's EXISTS name: a slot's audit stream (KEY_AUDIT ":{T(s)}")
 
 
 class ClusterDownTest(unittest.TestCase):
@@ -138,6 +145,28 @@ class ClusterDownTest(unittest.TestCase):
         self.assertEqual(r.status, 409, gw.why(r))
         self.assertLess(took, WAIT_MS / 1000 + LATE_S,
                         f"the waiter was answered {took:.1f} s after it asked; log {gw.log_path}")
+
+    def test_5_a_sweep_held_unanswered_holds_no_exit(self):
+        # The sweep runs at start-up, then every minute, and again after a back-off (500 ms) while it fails: the
+        # start-up's is held and its connection cut at once, which fails it, and its retry, on a new connection,
+        # is held unanswered. The backend janitor's other calls (its index pruning, every 5 s) are not due then.
+        self.addCleanup(setattr, self.proxy, "hold", self.proxy.hold)
+        self.proxy.hold = SWEEP_KEY
+        self.proxy.arm()
+        self.addCleanup(self.proxy.let_go)
+        first, armed_again = self.proxy.held, threading.Event()
+
+        def fail_the_first():
+            if first.wait(30):
+                self.proxy.arm()
+                self.proxy.cut()
+                armed_again.set()
+
+        threading.Thread(target=fail_the_first, daemon=True).start()
+        gw = self.gateway(waiter_lease_ms=60000)  # no liveness beat during the test (see test 2)
+        self.assertTrue(armed_again.wait(30), "the start-up's sweep was not held")
+        self.assertTrue(self.proxy.held.wait(10), "the sweep was not tried again")
+        self.assert_exits_in_time(gw, "janitor")
 
     def cut_and_hold_the_map_fetch(self, gw: Gateway):
         """Once gw answers and its start-up's sweep is done, cuts its connections: the followers' subscriptions

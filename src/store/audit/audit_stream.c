@@ -53,6 +53,7 @@
 #define HELD_RELOOK_MS    5000  /* a slot holding entries is read from its head again after this */
 #define STREAM_ID_MAX     48    /* "<ms>-<seq>", two 64-bit numbers */
 #define SWEEP_INTERVAL_MS 60000 /* a cluster: every slot's stream looked at */
+#define SWEEP_WAIT_MS     1000  /* a sweep's wait for Redis in all (request_timeout_ms if less) */
 
 /* Inserts rec, an entry of stream, under source id "<stream>/<entry_id>" (or
  * one derived from it when that id holds another record); a repeat is a no-op. */
@@ -469,13 +470,17 @@ static int64_t relook_due(int64_t now_ms)
 /* A cluster: marks pending every slot whose stream exists (those of the
  * primaries that answered, when one did not: then -1 with err). The scan,
  * the slot map fetched for it over every node asked and the calls of every
- * primary, waits for Redis redis_timeout_ms in all (util/budget.h), where
- * each node and each primary's calls would have had as much. */
+ * primary, waits for Redis SWEEP_WAIT_MS in all (util/budget.h;
+ * request_timeout_ms if less): no longer than the exit waits for the backend
+ * janitor (a second, request_timeout_ms if less: main.c), so a sweep under
+ * way at SIGTERM ends in time. The scan takes a primary milliseconds
+ * (docs/performance.md); one that failed is tried again after a back-off. */
 static int sweep(struct fg_error *err)
 {
     bool *has = calloc(CLUSTER_SLOTS, sizeof *has);
     FG_ASSERT(has != NULL);
-    budget_start(redis_timeout_ms());
+    int64_t wait_ms = redis_timeout_ms();
+    budget_start(wait_ms < SWEEP_WAIT_MS ? wait_ms : SWEEP_WAIT_MS);
     int rc = slot_scan(KEY_AUDIT, has, err);
     budget_end();
     unsigned found = 0;
