@@ -1085,7 +1085,8 @@ class TcpProxy:
         self.reading.set()
 
     def cut(self) -> None:
-        for s in self.sockets:
+        # The connections open now: one a client makes again while these close (its first closed early) stays.
+        for s in list(self.sockets):
             try:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
