@@ -30,6 +30,8 @@ from pg_helpers import assert_problem, quote, rejections, stored_fence, tokens, 
 # a later write would change); it skips (returns NULL for) a write of the note 'skipped', and the first write
 # of the note 'twice' after km_calls is reset: a write whose first try is skipped and whose next moves the key.
 LOWERING = ("km_default", "km_column", "km_part", "km_part_column")
+# The case-insensitive btree operator class's operators, in strategy order: (function suffix, operator, comparison)
+CI_OPERATORS = (("lt", "<~", "<"), ("le", "<=~", "<="), ("eq", "=~", "="), ("ge", ">=~", ">="), ("gt", ">~", ">"))
 SETUP_SQL = """
 CREATE SEQUENCE IF NOT EXISTS public.km_calls;
 CREATE OR REPLACE FUNCTION public.km_lower() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -66,26 +68,15 @@ CREATE OR REPLACE TRIGGER km_lower BEFORE INSERT OR UPDATE ON public.{t}
 """ for t in LOWERING) + """
 CREATE OR REPLACE FUNCTION public.km_ci_cmp(a text, b text) RETURNS integer LANGUAGE sql IMMUTABLE STRICT
     AS 'SELECT bttextcmp(lower(a), lower(b))';
-CREATE OR REPLACE FUNCTION public.km_ci_lt(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT
-    AS 'SELECT public.km_ci_cmp(a, b) < 0';
-CREATE OR REPLACE FUNCTION public.km_ci_le(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT
-    AS 'SELECT public.km_ci_cmp(a, b) <= 0';
-CREATE OR REPLACE FUNCTION public.km_ci_eq(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT
-    AS 'SELECT public.km_ci_cmp(a, b) = 0';
-CREATE OR REPLACE FUNCTION public.km_ci_ge(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT
-    AS 'SELECT public.km_ci_cmp(a, b) >= 0';
-CREATE OR REPLACE FUNCTION public.km_ci_gt(a text, b text) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT
-    AS 'SELECT public.km_ci_cmp(a, b) > 0';
+""" + "".join(f"""CREATE OR REPLACE FUNCTION public.km_ci_{name}(a text, b text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT AS 'SELECT public.km_ci_cmp(a, b) {compare} 0';
+""" for name, _, compare in CI_OPERATORS) + """
 DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_opclass WHERE opcname = 'km_ci_ops') THEN
-        CREATE OPERATOR public.<~ (LEFTARG = text, RIGHTARG = text, FUNCTION = public.km_ci_lt);
-        CREATE OPERATOR public.<=~ (LEFTARG = text, RIGHTARG = text, FUNCTION = public.km_ci_le);
-        CREATE OPERATOR public.=~ (LEFTARG = text, RIGHTARG = text, FUNCTION = public.km_ci_eq);
-        CREATE OPERATOR public.>=~ (LEFTARG = text, RIGHTARG = text, FUNCTION = public.km_ci_ge);
-        CREATE OPERATOR public.>~ (LEFTARG = text, RIGHTARG = text, FUNCTION = public.km_ci_gt);
-        CREATE OPERATOR CLASS public.km_ci_ops FOR TYPE text USING btree AS
-            OPERATOR 1 public.<~, OPERATOR 2 public.<=~, OPERATOR 3 public.=~, OPERATOR 4 public.>=~,
-            OPERATOR 5 public.>~, FUNCTION 1 public.km_ci_cmp(text, text);
+""" + "".join(f"""        CREATE OPERATOR public.{op} (LEFTARG = text, RIGHTARG = text, FUNCTION = public.km_ci_{name});
+""" for name, op, _ in CI_OPERATORS) + """        CREATE OPERATOR CLASS public.km_ci_ops FOR TYPE text USING btree AS
+            """ + ", ".join(f"OPERATOR {i} public.{op}" for i, (_, op, _) in enumerate(CI_OPERATORS, 1)) + """,
+            FUNCTION 1 public.km_ci_cmp(text, text);
     END IF;
 END $$;
 CREATE TABLE IF NOT EXISTS public.km_ci (id text NOT NULL, note text);
