@@ -49,6 +49,7 @@
 
 #define MAX_SLEEP_MS   1000 /* the lease janitor's longest sleep */
 #define INDEX_PRUNE_MS 5000 /* between two pruning passes over the listing index */
+#define PRUNE_WAIT_MS  1000 /* a pruning pass's wait for Redis in all (prune_indexes) */
 
 static struct {
     pthread_t lease_thread;
@@ -115,12 +116,17 @@ int janitor_beat(struct fg_error *err)
 }
 
 /* Walks each listing index one bounded batch further, starting over at its
- * end; on a cluster, the indexes of the next slots. */
+ * end; on a cluster, the indexes of the next slots. The pass waits for Redis
+ * PRUNE_WAIT_MS in all (util/budget.h; request_timeout_ms if less): no longer
+ * than the exit waits for the backend janitor (main.c), so a pass under way
+ * at SIGTERM ends in time. A pass cut short leaves its names to the next. */
 static void prune_indexes(void)
 {
     static char after[2][NAME_MAX_LEN + 1];
     static unsigned slot[2];
     static const enum lease_list_kind kinds[2] = {LEASE_LIST_LOCKS, LEASE_LIST_SEMAPHORES};
+    int64_t wait_ms = gw.cfg->request_timeout_ms;
+    budget_start(wait_ms < PRUNE_WAIT_MS ? wait_ms : PRUNE_WAIT_MS);
     for (int i = 0; i < 2; i++) {
         struct lease_page page;
         struct fg_error err = {0};
@@ -129,6 +135,7 @@ static void prune_indexes(void)
         else if (lease_list_prune(kinds[i], after[i], &page, &err) == 0)
             snprintf(after[i], sizeof after[i], "%s", page.more ? page.next : "");
     }
+    budget_end();
 }
 
 static int64_t earlier(int64_t a, int64_t b)

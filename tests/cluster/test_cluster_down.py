@@ -32,6 +32,11 @@ connection sends from a given command on.
    and the gateway exits within a second and a margin. Caught before the fix: the sweep waited request_timeout_ms
    (5 s here) in all, and the janitor was left behind.
 
+6. The backend janitor's pruning of the listing indexes (a bounded batch of slots a pass, every 5 s) waits for
+   Redis a second in all (request_timeout_ms if less), as the sweep does: a node that holds a pass unanswered at
+   SIGTERM holds no exit. Caught before the fix: each pass's calls waited request_timeout_ms, and the janitor
+   was left behind.
+
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
 
@@ -57,6 +62,8 @@ BEAT_LEASE_MS = 1500  # waiter_lease_ms: a liveness beat every 500 ms, well belo
 WAIT_MS = 500  # the parked waiter's wait_ms in test 4
 LATE_S = 1.5  # what its answer may take beyond WAIT_MS: ROUTE_REFETCH_MS and a margin on a loaded machine
 SWEEP_KEY = b"fg:audit:{"  # what the audit sweep's EXISTS name: a slot's audit stream (KEY_AUDIT ":{T(s)}")
+PRUNE_CALL = b"fg_lease_list_"  # the listing script's function, which the index pruning calls (nobody lists here)
+PRUNE_EVERY_S = 5  # src/janitor.c INDEX_PRUNE_MS
 
 
 class ClusterDownTest(unittest.TestCase):
@@ -166,6 +173,27 @@ class ClusterDownTest(unittest.TestCase):
         gw = self.gateway(waiter_lease_ms=60000)  # no liveness beat during the test (see test 2)
         self.assertTrue(armed_again.wait(30), "the start-up's sweep was not held")
         self.assertTrue(self.proxy.held.wait(10), "the sweep was not tried again")
+        self.assert_exits_in_time(gw, "janitor")
+
+    def test_6_a_prune_held_unanswered_holds_no_exit(self):
+        # The first pass runs at start-up: it is held and its connection cut at once, which fails it; the next,
+        # PRUNE_EVERY_S later on a new connection, is held unanswered.
+        self.addCleanup(setattr, self.proxy, "hold", self.proxy.hold)
+        self.proxy.hold = PRUNE_CALL
+        self.proxy.arm()
+        self.addCleanup(self.proxy.let_go)
+        first, armed_again = self.proxy.held, threading.Event()
+
+        def fail_the_first():
+            if first.wait(30):
+                self.proxy.arm()
+                self.proxy.cut()
+                armed_again.set()
+
+        threading.Thread(target=fail_the_first, daemon=True).start()
+        gw = self.gateway(waiter_lease_ms=60000)  # no liveness beat during the test (see test 2)
+        self.assertTrue(armed_again.wait(30), "the start-up's prune was not held")
+        self.assertTrue(self.proxy.held.wait(PRUNE_EVERY_S + 10), "the indexes were not pruned again")
         self.assert_exits_in_time(gw, "janitor")
 
     def cut_and_hold_the_map_fetch(self, gw: Gateway):
