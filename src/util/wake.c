@@ -63,3 +63,13 @@ bool wake_wait(struct wake_slot *slot, int fd)
     }
     return p[0].revents != 0;
 }
+
+bool wake_nap(struct wake_slot *slot, int ms)
+{
+    struct pollfd p = {.fd = slot->fd, .events = POLLIN};
+    if (poll(&p, 1, ms) <= 0 || p.revents == 0)
+        return false;
+    uint64_t count;
+    (void)!read(slot->fd, &count, sizeof count);
+    return true;
+}

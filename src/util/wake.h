@@ -3,7 +3,8 @@
  * wake.h - threads that sleep on a socket and must also be woken on demand:
  * the followers of subscribed Redis connections, which sleep until a message
  * comes and must look again at their stop flag, or at the primary's generation
- * after a failover, when told. Each sleeper joins with a slot on its own stack
+ * after a failover, when told, and which pause between tries to subscribe
+ * that a stop must not wait out either. Each sleeper joins with a slot on its own stack
  * (an event descriptor of its own); wake_all writes every joined slot, and a
  * slot keeps a wake until its sleeper takes it, so a wake given while its
  * sleeper was awake ends its next sleep at once.
@@ -32,6 +33,10 @@ void wake_all(void);
 /* Sleeps until fd is readable or closed (true) or slot is woken (false, the
  * wake taken). A signal or the fallback period also ends it with false. */
 bool wake_wait(struct wake_slot *slot, int fd);
+
+/* Sleeps ms milliseconds, or until slot is woken (true, the wake taken): the
+ * pause of a thread between tries that a stop must not wait out. */
+bool wake_nap(struct wake_slot *slot, int ms);
 
 #define WAKE_FALLBACK_MS 200
 

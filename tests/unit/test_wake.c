@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -94,6 +95,42 @@ static void without_a_descriptor_to_spare_a_sleep_ends_after_the_fallback_period
     close(p[1]);
 }
 
+static void a_nap_lasts_its_time_without_a_wake(void **state)
+{
+    (void)state;
+    struct wake_slot slot;
+    wake_join(&slot);
+    int64_t started = clock_mono_ms();
+    assert_false(wake_nap(&slot, 50));
+    assert_in_range(clock_mono_ms() - started, 45, 5000);
+    wake_leave(&slot);
+}
+
+static void *wake_later(void *arg)
+{
+    (void)arg;
+    clock_sleep_ms(50);
+    wake_all();
+    return NULL;
+}
+
+static void a_wake_before_or_during_a_nap_ends_it(void **state)
+{
+    (void)state;
+    struct wake_slot slot;
+    wake_join(&slot);
+    wake_all();
+    int64_t started = clock_mono_ms();
+    assert_true(wake_nap(&slot, 60000)); /* kept from before */
+    pthread_t waker;
+    assert_int_equal(pthread_create(&waker, NULL, wake_later, NULL), 0);
+    assert_true(wake_nap(&slot, 60000)); /* given during it */
+    assert_int_equal(pthread_join(waker, NULL), 0);
+    assert_in_range(clock_mono_ms() - started, 45, 30000);
+    assert_false(wake_nap(&slot, 1)); /* each wake taken once */
+    wake_leave(&slot);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +138,8 @@ int main(void)
         cmocka_unit_test(every_joined_slot_is_woken_and_a_slot_that_left_is_not),
         cmocka_unit_test(a_closed_socket_ends_a_sleep),
         cmocka_unit_test(without_a_descriptor_to_spare_a_sleep_ends_after_the_fallback_period),
+        cmocka_unit_test(a_nap_lasts_its_time_without_a_wake),
+        cmocka_unit_test(a_wake_before_or_during_a_nap_ends_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

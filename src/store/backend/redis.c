@@ -106,6 +106,7 @@ static const char *const unavailable_replies[] = {"READONLY", "MASTERDOWN", "LOA
 
 /* How long the doorbell's connection may take to be made and set up before it is tried again. */
 #define SUBSCRIBER_SETUP_MS 1000
+#define SUBSCRIBE_RETRY_MS  200 /* between tries to subscribe (a stop ends the pause) */
 
 static struct {
     struct redis_url url; /* the parsed redis_url */
@@ -2267,6 +2268,8 @@ void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
         return;
     }
     bool warned = false;
+    struct wake_slot pause;
+    wake_join(&pause);
     while (!atomic_load(stop)) {
         struct fg_error err = {0};
         unsigned generation;
@@ -2283,7 +2286,7 @@ void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
             warned = true;
             freeReplyObject(r);
             redisFree(ctx);
-            clock_sleep_ms(200);
+            wake_nap(&pause, SUBSCRIBE_RETRY_MS);
             continue;
         }
         freeReplyObject(r);
@@ -2294,6 +2297,7 @@ void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
         follow_messages(ctx, sub, &generation, stop);
         redisFree(ctx);
     }
+    wake_leave(&pause);
 }
 
 /* A +switch-master message ("<name> <old ip> <old port> <new ip> <new port>"):
@@ -2338,14 +2342,17 @@ static void *watch_main(void *arg)
 {
     (void)arg;
     const struct redis_subscriber sub = {"+switch-master", on_switch_master, NULL, NULL};
+    struct wake_slot pause;
+    wake_join(&pause);
     for (int k = 0; !atomic_load(&rds.watcher_stop); k = (k + 1) % rds.url.nhosts) {
         struct fg_error err = {0};
         redisContext *ctx = subscribe_sentinel(k, &err);
         if (ctx != NULL)
             follow_messages(ctx, &sub, NULL, &rds.watcher_stop);
         redisFree(ctx);
-        clock_sleep_ms(200);
+        wake_nap(&pause, SUBSCRIBE_RETRY_MS);
     }
+    wake_leave(&pause);
     return NULL;
 }
 
