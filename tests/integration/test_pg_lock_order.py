@@ -311,6 +311,24 @@ CREATE TRIGGER lo_twice_lock BEFORE UPDATE ON public.lo_twice_col
 """
 
 
+def until_waited_for(lock: int, marker: str) -> str:
+    """A statement that ends once some session waits for advisory lock `lock` (30 s at most), not after a fixed
+    sleep, which a loaded machine may outlast before the write gets there; `marker` starts its text, so that
+    pg_stat_activity shows who runs it (began_to_wait)."""
+    return (f"DO $$ /* {marker} */ DECLARE n int := 0; BEGIN WHILE n < 6000 AND NOT EXISTS (SELECT 1 FROM pg_locks "
+            f"WHERE locktype = 'advisory' AND objid = {lock} AND NOT granted) LOOP PERFORM pg_sleep(0.005); "
+            "n := n + 1; END LOOP; END$$;\n")
+
+
+def began_to_wait(marker: str) -> None:
+    """Returns once a session runs until_waited_for(..., marker): it holds the lock taken before it."""
+    for _ in range(250):
+        if psql(f"SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DO $$ /* {marker} */%'"
+                " AND state = 'active'") != ["0"]:
+            return
+        time.sleep(0.02)
+
+
 class TriggerDeadlockTest(GatewayTest):
     """A lock that a table's own trigger takes is outside the gateway's lock order, so Postgres may still roll a
     write back as a deadlock's victim: here the trigger of an UPDATE takes an advisory lock that another session
@@ -338,15 +356,11 @@ class TriggerDeadlockTest(GatewayTest):
 
         def other():  # takes the trigger's lock, then, while the write waits for it, the write's row
             psql("SET deadlock_timeout = '60s';\nBEGIN;\nSELECT pg_advisory_xact_lock(70460001);\n"
-                 "SELECT pg_sleep(0.5017);\n"
+                 + until_waited_for(70460001, "lo-trig") +
                  f"UPDATE public.{table} SET note = 'other' WHERE id = :'k';\nCOMMIT;\n", {"k": key})
         t = threading.Thread(target=other)
         t.start()
-        for _ in range(250):  # until the other session holds the trigger's lock
-            if psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(0.5017)%'"
-                    " AND state = 'active'") != ["0"]:
-                break
-            time.sleep(0.02)
+        began_to_wait("lo-trig")  # the other session holds the trigger's lock
         r = self.c.request("PATCH", f"/v1/pg/{table}/{key}", {"set": {"note": "gateway"}}, {"Fence-Token": token})
         t.join()
         self.assertEqual(r.status, 200, self.gw.why(r))
@@ -371,16 +385,12 @@ class TriggerDeadlockTest(GatewayTest):
             # A, the 15 ms and the update are one statement: psql's round trips between statements, which a
             # loaded machine may hold back past the write's 50 ms, are not part of the scenario.
             psql("SET deadlock_timeout = '60s';\nBEGIN;\nSELECT pg_advisory_xact_lock(70460003);\n"
-                 "SELECT pg_sleep(0.5023);\n"
+                 + until_waited_for(70460003, "lo-twice") +
                  "DO $$BEGIN PERFORM pg_advisory_xact_lock(70460002); PERFORM pg_sleep(0.015); "
                  f"UPDATE public.{table} SET note = 'other' WHERE id = {int(key)}; END$$;\nCOMMIT;\n")
         t = threading.Thread(target=other)
         t.start()
-        for _ in range(250):  # until the other session holds B
-            if psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(0.5023)%'"
-                    " AND state = 'active'") != ["0"]:
-                break
-            time.sleep(0.02)
+        began_to_wait("lo-twice")  # the other session holds B
         r = write(key, token)
         t.join()
         self.assertEqual(r.status, 200, self.gw.why(r))
