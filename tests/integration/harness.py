@@ -355,8 +355,9 @@ class Gateway:
         limit = self.nofile
         return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
-    def start(self) -> "Gateway":
-        """Starts the process and waits until GET /readyz answers 200; raises HarnessError otherwise."""
+    def start(self, until_logged: str | None = None) -> "Gateway":
+        """Starts the process and waits until GET /readyz answers 200, or with until_logged until its log has
+        that event (a gateway that cannot get ready, telling why); raises HarnessError otherwise."""
         if self.proc is not None and self.proc.poll() is None:
             raise HarnessError(f"{self.name} is already running")
         binary = env("FG_BIN")
@@ -377,7 +378,7 @@ class Gateway:
             self.returncode = None
             _live_gateways.add(self)
             try:
-                self._wait_ready()
+                self._wait_ready() if until_logged is None else self._wait_logged(until_logged)
                 return self
             except HarnessError:
                 exited = self.proc.poll() is not None
@@ -387,17 +388,32 @@ class Gateway:
                 raise
         raise AssertionError("unreachable")
 
+    def _wait_logged(self, event: str) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            self._check_running()
+            if f'"{event}"' in self.log_text():
+                return
+            time.sleep(0.05)
+        raise HarnessError(f"{self.name} logged no {event} within {self.ready_timeout:.0f}s; "
+                           f"log {self.log_path}:\n{self.log_tail()}")
+
+    def _check_running(self) -> None:
+        """Raises HarnessError if the process exited (before it was ready)."""
+        code = self.proc.poll()
+        if code is not None:
+            self.returncode = code
+            _live_gateways.discard(self)
+            raise HarnessError(f"{self.name} exited with {_describe_exit(code)} before it was ready; "
+                               f"log {self.log_path}:\n{self.log_tail()}")
+
     def _wait_ready(self) -> None:
         assert self.proc is not None
         deadline = time.monotonic() + self.ready_timeout
         last = "no answer"
         while time.monotonic() < deadline:
-            code = self.proc.poll()
-            if code is not None:
-                self.returncode = code
-                _live_gateways.discard(self)
-                raise HarnessError(f"{self.name} exited with {_describe_exit(code)} before it was ready; "
-                                   f"log {self.log_path}:\n{self.log_tail()}")
+            self._check_running()
             try:
                 r = http("GET", self.url("/readyz"), timeout=2.0)
                 if r.status == 200:
