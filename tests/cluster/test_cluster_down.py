@@ -154,32 +154,21 @@ class ClusterDownTest(unittest.TestCase):
                         f"the waiter was answered {took:.1f} s after it asked; log {gw.log_path}")
 
     def test_5_a_sweep_held_unanswered_holds_no_exit(self):
-        # The sweep runs at start-up, then every minute, and again after a back-off (500 ms) while it fails: the
-        # start-up's is held and its connection cut at once, which fails it, and its retry, on a new connection,
-        # is held unanswered. The backend janitor's other calls (its index pruning, every 5 s) are not due then.
-        self.addCleanup(setattr, self.proxy, "hold", self.proxy.hold)
-        self.proxy.hold = SWEEP_KEY
-        self.proxy.arm()
-        self.addCleanup(self.proxy.let_go)
-        first, armed_again = self.proxy.held, threading.Event()
-
-        def fail_the_first():
-            if first.wait(30):
-                self.proxy.arm()
-                self.proxy.cut()
-                armed_again.set()
-
-        threading.Thread(target=fail_the_first, daemon=True).start()
-        gw = self.gateway(waiter_lease_ms=60000)  # no liveness beat during the test (see test 2)
-        self.assertTrue(armed_again.wait(30), "the start-up's sweep was not held")
-        self.assertTrue(self.proxy.held.wait(10), "the sweep was not tried again")
+        # The sweep runs at start-up, then every minute, and again after a back-off (500 ms) while it fails. The
+        # backend janitor's other calls (its index pruning, every 5 s) are not due then.
+        gw = self.gateway_held_on_a_retry(SWEEP_KEY, "the sweep", 10)
         self.assert_exits_in_time(gw, "janitor")
 
     def test_6_a_prune_held_unanswered_holds_no_exit(self):
-        # The first pass runs at start-up: it is held and its connection cut at once, which fails it; the next,
-        # PRUNE_EVERY_S later on a new connection, is held unanswered.
+        # The pruning runs at start-up, then every PRUNE_EVERY_S, failed or not.
+        gw = self.gateway_held_on_a_retry(PRUNE_CALL, "the indexes' pruning", PRUNE_EVERY_S + 10)
+        self.assert_exits_in_time(gw, "janitor")
+
+    def gateway_held_on_a_retry(self, call: bytes, what: str, again_within: float) -> Gateway:
+        """A gateway whose start-up call naming `call` is held and its connection cut at once, which fails it,
+        returned once its next such call, on a new connection, is held unanswered."""
         self.addCleanup(setattr, self.proxy, "hold", self.proxy.hold)
-        self.proxy.hold = PRUNE_CALL
+        self.proxy.hold = call
         self.proxy.arm()
         self.addCleanup(self.proxy.let_go)
         first, armed_again = self.proxy.held, threading.Event()
@@ -192,9 +181,9 @@ class ClusterDownTest(unittest.TestCase):
 
         threading.Thread(target=fail_the_first, daemon=True).start()
         gw = self.gateway(waiter_lease_ms=60000)  # no liveness beat during the test (see test 2)
-        self.assertTrue(armed_again.wait(30), "the start-up's prune was not held")
-        self.assertTrue(self.proxy.held.wait(PRUNE_EVERY_S + 10), "the indexes were not pruned again")
-        self.assert_exits_in_time(gw, "janitor")
+        self.assertTrue(armed_again.wait(30), f"the start-up's call of {what} was not held")
+        self.assertTrue(self.proxy.held.wait(again_within), f"{what} was not tried again")
+        return gw
 
     def cut_and_hold_the_map_fetch(self, gw: Gateway):
         """Once gw answers and its start-up's sweep is done, cuts its connections: the followers' subscriptions
