@@ -457,11 +457,12 @@ class LeanClaim(RedisGatewayTest):
             for kind, extra in self.KINDS:
                 with self.subTest(kind=kind):
                     name = unique_name(f"lapsed-{kind}")
-                    t0 = redis_ms(self.r)
-                    b, fence, ran = self.rung_grant(
-                        other, kind, name, extra, {},
-                        between=lambda: wait_for(lambda: redis_ms(self.r) > t0 + CLAIM_WINDOW_MS + 500,
-                                                 what="the claim window past"))
+
+                    def window_past():  # timed from after the release, which made the grant
+                        released = redis_ms(self.r)
+                        wait_for(lambda: redis_ms(self.r) > released + CLAIM_WINDOW_MS + 500,
+                                 what="the claim window past")
+                    b, fence, ran = self.rung_grant(other, kind, name, extra, {}, between=window_past)
                     self.assertEqual(getattr(b, "status", None), 200, b)
                     self.assertEqual(ran[0].function, CLAIMS[kind], "B's first call after the ring")
                     self.assertGreater(b.body["fence"], fence, "B was answered the grant that lapsed")
