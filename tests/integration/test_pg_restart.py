@@ -5,11 +5,14 @@ backend_unavailable with Retry-After (quickly, never hanging past the deadline);
 
 A listed column's type altered while the gateway runs: Postgres refuses the statements the gateway prepared
 before ("cached plan must not change result type"); the gateway drops that session and runs the statement
-again on a new one, so every write and read after the change answers as before.
+again on a new one, so every write and read after the change answers as before. A change that leaves its
+statements naming what is gone (a column, the key, the table, the key's unique index) or storing what a column
+no longer takes answers 503 until the table is put back, never 500.
 
 A write whose connection ends before its answer answers 503 at once and is logged as a lost connection.
 
-Owns: the outage behaviour of fenced Postgres writes, and sessions whose prepared statements went stale.
+Owns: the outage behaviour of fenced Postgres writes, sessions whose prepared statements went stale, and
+tables altered under the gateway.
 Must not: test the fence rule itself.
 """
 
@@ -140,6 +143,80 @@ class AlteredColumnTest(unittest.TestCase):
                     self.assertEqual((r.status, r.body["row"]["n"]), (200, i), r)
         finally:
             psql(f"DROP TABLE IF EXISTS public.{table}")
+
+    # Changes to a table that leave the gateway's statements naming what is no longer there, or storing a
+    # value its column no longer takes; {t} is the table, {n} its name alone. Each with the SQL that puts the table back.
+    CHANGES = {
+        "a listed column dropped": ("ALTER TABLE {t} DROP COLUMN z", "ALTER TABLE {t} ADD COLUMN z text"),
+        "a listed column renamed": ("ALTER TABLE {t} RENAME COLUMN z TO z2", "ALTER TABLE {t} RENAME COLUMN z2 TO z"),
+        "the key column renamed": ("ALTER TABLE {t} RENAME COLUMN id TO id2", "ALTER TABLE {t} RENAME COLUMN id2 TO id"),
+        "the table renamed": ("ALTER TABLE {t} RENAME TO {n}_away", "ALTER TABLE {t}_away RENAME TO {n}"),
+        "the key's unique index dropped": ("ALTER TABLE {t} DROP CONSTRAINT {n}_pkey",
+                                           "ALTER TABLE {t} ADD PRIMARY KEY (id)"),
+        "a text column made an integer": ("ALTER TABLE {t} ALTER x TYPE integer USING 0",
+                                          "ALTER TABLE {t} ALTER x TYPE text"),
+    }
+
+    def test_a_table_changed_under_the_gateway_answers_503(self):
+        """A table altered while the gateway runs so that its statements name a column, a table or a unique index
+        that is gone, or store a value its column no longer takes: every read and write that meets it answers 503
+        backend_unavailable with Retry-After (the client's request was good; the gateway cannot serve the table
+        as it read it at start-up), never 500 as a bug; nothing is written, another table is served as before,
+        and once the table is put back it is served again without a restart. Failed before the fix: each answered
+        500 internal."""
+        for mode in ("default", "fence_column"):
+            for change in self.CHANGES:
+                with self.subTest(mode=mode, change=change):
+                    self.changed_table_answers_503(mode, change)
+
+    def changed_table_answers_503(self, mode, change):
+        table, other = unique("changed").replace("-", "_"), unique("kept").replace("-", "_")
+        alter, restore = (sql.format(t=f"public.{table}", n=table) for sql in self.CHANGES[change])
+        moved = f"public.{table}_away" if change == "the table renamed" else f"public.{table}"
+        for t in (table, other):
+            psql(f"CREATE TABLE public.{t} (id integer PRIMARY KEY, x text, y integer, z text, lock_fence bigint);"
+                 f" INSERT INTO public.{t} VALUES (1, 'a', 1, 'z', NULL)")
+        spec = {"key": "id", "columns": ["x", "y", "z"],
+                **({"fence_column": "lock_fence"} if mode == "fence_column" else {})}
+        try:
+            with Gateway(config={"tables": {table: spec, other: spec}}) as gw:
+                c = gw.client()
+                token, _ = acquire(c, unique("changed"))
+                self.assertEqual(write(c, "PATCH", table, "1", {"set": {"y": 2}}, token).status, 200)
+                psql(alter)
+                rows = psql(f"SELECT * FROM {moved} ORDER BY 1")
+                calls = [("PATCH", "1", {"set": {"x": "p", "y": 3}}), ("PUT", "1", {"row": {"x": "q", "z": "q"}}),
+                         ("POST", None, {"row": {"id": 2, "x": "n"}}),
+                         ("BATCH", None, {"ops": [{"op": "put", "table": table, "key": "3", "row": {"x": "b"}}]})]
+                if change == "the key's unique index dropped":  # only an upsert needs it
+                    calls = [call for call in calls if call[0] in ("PUT", "BATCH")]
+                if change in ("the key column renamed", "the table renamed", "a listed column dropped",
+                              "a listed column renamed"):
+                    calls.append(("GET", "1", None))
+                if change in ("the key column renamed", "the table renamed"):
+                    calls.append(("DELETE", "1", None))
+                for method, key, body in calls:
+                    if method == "GET":
+                        r = c.get(f"/v1/pg/{table}/{key}")
+                    elif method == "BATCH":
+                        r = c.request("POST", "/v1/pg/batch", body, {"Fence-Token": token})
+                    else:
+                        r = write(c, method, table, key, body, token)
+                    self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"),
+                                     f"{method}: {r} {gw.why(r)}")
+                    self.assertEqual(r.headers.get("retry-after"), "1", method)
+                self.assertEqual(
+                    psql(f"SELECT * FROM {moved} ORDER BY 1"),
+                    rows, "nothing is written")
+                r = write(c, "PUT", other, "1", {"row": {"x": "o", "z": "o"}}, token)
+                self.assertEqual((r.status, r.body["row"]["x"]), (200, "o"), r)
+                psql(restore)
+                r = write(c, "PUT", table, "1", {"row": {"x": "r", "z": "r"}}, token)
+                self.assertEqual((r.status, r.body["row"]["x"]), (200, "r"), f"{r} {gw.why(r)}")
+                self.assertEqual(c.get(f"/v1/pg/{table}/1").body["row"]["x"], "r")
+        finally:
+            psql(f"DROP TABLE IF EXISTS public.{table}, public.{table}_away, public.{other}")
+
 
 class ConnectionLostTest(unittest.TestCase):
     def test_a_write_whose_connection_is_lost_says_so(self):

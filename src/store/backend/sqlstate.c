@@ -21,6 +21,14 @@ static const struct {
     {"55P03", FG_ERR_BACKEND_UNAVAILABLE}, /* lock not available: lock_timeout */
     {"40P01", FG_ERR_BACKEND_UNAVAILABLE}, /* deadlock detected */
     {"40001", FG_ERR_BACKEND_UNAVAILABLE}, /* serialization failure */
+    /* The table changed under the gateway since it read the catalogue at start-up: its
+       statements name what is no longer there, and a client names only what was (503 until
+       the table is put back or the gateway restarts with a configuration that matches it) */
+    {"42703", FG_ERR_BACKEND_UNAVAILABLE}, /* undefined column: a listed column, the key */
+    {"42P01", FG_ERR_BACKEND_UNAVAILABLE}, /* undefined table: dropped or renamed */
+    {"42P10", FG_ERR_BACKEND_UNAVAILABLE}, /* ON CONFLICT finds no unique index on the key */
+    {"42804", FG_ERR_BACKEND_UNAVAILABLE}, /* datatype mismatch: a column's new type takes no
+                                              value of the type read at start-up */
     {"23505", FG_ERR_CONFLICT},            /* unique violation */
     {"22", FG_ERR_INVALID_FIELD},          /* data exception */
     {"23", FG_ERR_INVALID_FIELD},          /* integrity constraint violation */
