@@ -17,7 +17,10 @@ row): every GET of a table with a column r, listed or not, or a key r, in either
 (`postgres: function row_to_json(text) does not exist`), and so did a late write's refusal (410), which reads
 the row; the writes themselves, whose answer the gateway writes, and a stale write's 409 went through.
 
-Owns: column names that the generated SQL also uses. Must not: test the types of answered values
+Tables named like the WITH queries of those statements (c, k, ...) are tables like any other
+(TableNamedLikeAQueryTest).
+
+Owns: column and table names that the generated SQL also uses. Must not: test the types of answered values
 (test_pg_row_kinds.py) or which columns an answer holds (test_pg_answers.py).
 """
 
@@ -28,7 +31,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, psql  # noqa: E402
+from harness import Gateway, GatewayTest, psql  # noqa: E402
 from pg_helpers import assert_problem, rejections, unique, write  # noqa: E402
 
 NAMES = ["r", "t", "c", "f", "d", "w", "e", "s", "rf", "rv", "v", "excluded", "resource", "fence", "found",
@@ -136,6 +139,65 @@ class PgAliasNamesTest(GatewayTest):
                 self.assertEqual(body["current_fence"], new["fence"], r)
                 self.assertEqual([a["reason"] for a in rejections(f"pg:{table}/{key}")], ["stale_fence"])
                 self.assert_read(table, key, row_of(table, 1), new["fence"])
+
+
+# Tables named like the WITH queries of the gateway's own statements (src/store/fenced/fenced_sql.c).
+WITH_NAMES = ["c", "f", "w", "d", "k", "a", "g", "e", "s"]
+# What writes to those tables leave behind (their resources are pg:<one letter>/<key>).
+FORGET_SQL = ("DELETE FROM fencegate.rejections WHERE resource LIKE 'pg:_/%';"
+              " DELETE FROM fencegate.resource_fences WHERE resource LIKE 'pg:_/%';")
+
+
+class TableNamedLikeAQueryTest(unittest.TestCase):
+    """A table named like one of the WITH queries of the gateway's statements (c, k, ...) is a table like any
+    other, in both fence modes and partitioned: a WITH query stands for a table of its name in a FROM, so a
+    statement that named the table alone read the query's rows instead. Caught on the code before: on a table
+    named k (both modes) or c (default mode, partitioned too) a stale PATCH or PUT answered 500 instead of 409
+    stale_fence and left no audit record ("postgres did not store the audit record of the refusal: postgres:
+    column t.id does not exist"), and a PATCH or DELETE of a missing row answered 500 instead of 404. Every
+    statement now names the table in the schema Postgres found it in at start-up."""
+
+    def test_tables_named_like_the_statements_queries(self):
+        for mode in ("default", "fence_column", "partitioned"):
+            with self.subTest(mode=mode):
+                self.tables_named_like_queries(mode)
+
+    def tables_named_like_queries(self, mode):
+        part = " PARTITION BY RANGE (id)" if mode == "partitioned" else ""
+        psql(FORGET_SQL + "".join(f'DROP TABLE IF EXISTS public."{n}"; CREATE TABLE public."{n}" (id integer PRIMARY KEY,'
+                     f' v text, lock_fence bigint){part};'
+                     + (f' CREATE TABLE public."{n}_p" PARTITION OF public."{n}" FOR VALUES FROM (0) TO (100);'
+                        if part else "") for n in WITH_NAMES))
+        spec = {"key": "id", "columns": ["v"], **({"fence_column": "lock_fence"} if mode == "fence_column" else {})}
+        try:
+            with Gateway(config={"tables": {n: spec for n in WITH_NAMES}}) as gw:
+                c = gw.client()
+                lock = unique("an")
+                old = c.post(f"/v1/locks/{lock}/acquire", {}).body
+                self.assertEqual(c.post(f"/v1/locks/{lock}/release", {"token": old["token"]}).status, 200)
+                new = c.post(f"/v1/locks/{lock}/acquire", {}).body
+                for n in WITH_NAMES:
+                    r = write(c, "PUT", n, "1", {"row": {"v": "new"}}, new["token"])
+                    self.assertEqual(r.status, 200, (n, r))
+                    for method, body in (("PATCH", {"set": {"v": "old"}}), ("PUT", {"row": {"v": "old"}})):
+                        r = write(c, method, n, "1", body, old["token"])
+                        self.assertEqual((r.status, r.body.get("current_fence")), (409, new["fence"]),
+                                         f"{n} {method}: {r} {gw.why(r)}")
+                    r = c.request("POST", "/v1/pg/batch", {"ops": [{"op": "patch", "table": n, "key": "1",
+                                                                    "set": {"v": "old"}}]}, {"Fence-Token": old["token"]})
+                    self.assertEqual(r.status, 409, (n, r))
+                    self.assertEqual([a["reason"] for a in rejections(f"pg:{n}/1")], ["stale_fence"] * 3, n)
+                    for method, body in (("PATCH", {"set": {"v": "x"}}), ("DELETE", None)):
+                        r = write(c, method, n, "9", body, new["token"])
+                        self.assertEqual(r.status, 404, f"{n} {method}: {r} {gw.why(r)}")
+                    r = write(c, "POST", n, None, {"row": {"id": 2, "v": "p"}}, new["token"])
+                    self.assertEqual(r.status, 201, (n, r))
+                    self.assertEqual(write(c, "DELETE", n, "2", None, new["token"]).status, 200, n)
+                    self.assertEqual(c.get(f"/v1/pg/{n}/1").body["row"], {"id": 1, "v": "new"}, n)
+                    self.assertEqual(psql(f'SELECT id, v FROM public."{n}"'), ["1|new"], n)
+        finally:
+            psql("".join(f'DROP TABLE IF EXISTS public."{n}";' for n in WITH_NAMES) + FORGET_SQL)
+
 
 if __name__ == "__main__":
     unittest.main()

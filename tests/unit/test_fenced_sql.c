@@ -478,6 +478,10 @@ struct statement_of {
     bool adopt;       /* the fence_column move's statement (fenced_sql_adopt_fences) */
 };
 
+/* The schema each_statement's tables are found in (NULL: the name alone, as
+ * the fixture's schemas). */
+static char *statement_schema;
+
 /* Hands check every statement of either mode, on an ordinary table and on a
  * partitioned one: the writes (and, in the side-table mode, their judged
  * forms), the read, the refusal, and the fence_column mode's own two. */
@@ -490,6 +494,7 @@ static void each_statement(void (*check)(char *sql, const struct statement_of *o
             struct table_config t = tables[0];
             struct table_schema s = column ? with_fence_column(&t) : schemas[0];
             s.partitioned = partitioned;
+            s.table_schema = statement_schema;
             struct statement_of of = {.column = column, .partitioned = partitioned};
             for (of.kind = 0; of.kind < FENCED_KIND_COUNT; of.kind++) {
                 for (int form = 0; form < 2; form++) {
@@ -554,6 +559,35 @@ static void statements_reach_their_table_alone(void **state)
 {
     (void)state;
     each_statement(rows_of_the_table);
+}
+
+/* Every mention of the table in sql names it in its schema: a WITH query of
+ * the statement named as the table (c, k, ...) would stand for it in a FROM. */
+static void table_in_its_schema(char *sql, const struct statement_of *of)
+{
+    (void)of;
+    const char *name = "\"invoices\"", *schema = "\"public\".";
+    size_t mentions = 0;
+    for (const char *p = strstr(sql, name); p != NULL; p = strstr(p + 1, name), mentions++) {
+        assert_true((size_t)(p - sql) >= strlen(schema));
+        assert_int_equal(strncmp(p - strlen(schema), schema, strlen(schema)), 0);
+    }
+    assert_true(mentions > 0);
+    free(sql);
+}
+
+/* Each statement names its table in the schema Postgres found it in. */
+static void statements_name_their_table_in_its_schema(void **state)
+{
+    (void)state;
+    static char public_schema[] = "public";
+    statement_schema = public_schema;
+    each_statement(table_in_its_schema);
+    statement_schema = NULL;
+    char *sql = fenced_sql_fit_check(&(struct table_schema){.cfg = &tables[0],
+                                                            .table_schema = public_schema});
+    assert_non_null(strstr(sql, "json_populate_record(NULL::\"public\".\"invoices\", "));
+    free(sql);
 }
 
 /* Asserts that sql (freed) names no system column where partitioned. */
@@ -651,6 +685,7 @@ int main(void)
         cmocka_unit_test(refusal_statements),
         cmocka_unit_test(judged_statements),
         cmocka_unit_test(statements_reach_their_table_alone),
+        cmocka_unit_test(statements_name_their_table_in_its_schema),
         cmocka_unit_test(writes_look_at_their_key),
         cmocka_unit_test(partitioned_statements_ask_no_system_column),
         cmocka_unit_test(resource_statement),

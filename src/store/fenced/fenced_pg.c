@@ -117,6 +117,9 @@ static const char catalog_sql[] =
      * rows its key does not single out (refused); the configured table ($2, a JSON array of
      * their names) that a partition's rows belong to as well, if any (refused) */
     " c.relkind = 'p' AS partitioned,"
+    /* the schema search_path found the table in: its statements name it there, where no
+     * name of their own (a WITH query c, k, ...) can stand for it */
+    " (SELECT ns.nspname FROM pg_namespace ns WHERE ns.oid = c.relnamespace) AS table_schema,"
     " (SELECT string_agg(quote_ident(ch.relname), ', ' ORDER BY ch.relname) FROM pg_inherits h"
     " JOIN pg_class ch ON ch.oid = h.inhrelid WHERE h.inhparent = c.oid"
     " AND NOT ch.relispartition) AS inherited_by,"

@@ -170,6 +170,10 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
     if (check_rows_apart(t, columns, err) != 0)
         return -1;
     schema->partitioned = catalog_flag(json_array_get(columns, 0), "partitioned");
+    const char *in = json_string_value(json_object_get(json_array_get(columns, 0), "table_schema"));
+    if (in != NULL)
+        schema->table_schema = strdup(in);
+    FG_ASSERT(in == NULL || schema->table_schema != NULL);
     const json_t *key = catalog_column(columns, t->key);
     if (key == NULL)
         return fg_fail(err, FG_ERR_CONFIG,

@@ -142,6 +142,7 @@ void table_schema_free(struct table_schema *schema)
     free(schema->column_json);
     free(schema->row_kinds);
     free(schema->key_type);
+    free(schema->table_schema);
     memset(schema, 0, sizeof *schema);
 }
 
@@ -154,6 +155,18 @@ static void put_ident(FILE *out, const char *name)
         fputc(*p, out);
     }
     fputc('"', out);
+}
+
+/* "<schema>"."<table>": s's table where Postgres found it at start-up. Never
+ * the name alone: a WITH query of a statement named as the table (c, k, ...)
+ * would stand for it in a FROM, and the statement read that query's rows. */
+static void put_table_name(FILE *out, const struct table_schema *s)
+{
+    if (s->table_schema != NULL) {
+        put_ident(out, s->table_schema);
+        fputc('.', out);
+    }
+    put_ident(out, s->cfg->name);
 }
 
 /* A string stream that must open: memory exhaustion is not a user error. */
@@ -380,7 +393,7 @@ static void put_table(FILE *out, const struct table_schema *s)
 {
     if (!s->partitioned)
         fputs("ONLY ", out);
-    put_ident(out, s->cfg->name);
+    put_table_name(out, s);
 }
 
 /* " WHERE t."<key>" = $2::<key type>": the row an UPDATE or DELETE names. */
@@ -436,7 +449,7 @@ static void put_insert_head(FILE *out, const struct table_schema *s, const bool 
 {
     const struct table_config *t = s->cfg;
     fputs("INSERT INTO ", out);
-    put_ident(out, t->name);
+    put_table_name(out, s);
     fputs(" AS t (", out);
     put_ident(out, t->key);
     for (size_t i = 0; i < t->ncolumns; i++) {
@@ -1018,7 +1031,7 @@ char *fenced_sql_fit_check(const struct table_schema *s)
     size_t len;
     FILE *out = stream_open(&buf, &len);
     fputs("SELECT json_populate_record(NULL::", out);
-    put_ident(out, s->cfg->name);
+    put_table_name(out, s);
     fputs(", json_build_object($1::text, $2::text)) IS NULL", out);
     return stream_close(out, &buf);
 }

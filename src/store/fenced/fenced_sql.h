@@ -86,6 +86,8 @@ enum key_identity {
 /* A writable table as the gateway knows it after start-up. */
 struct table_schema {
     const struct table_config *cfg; /* name, key and writable columns (borrowed) */
+    char *table_schema;             /* the schema Postgres found the table in at start-up, which
+                                       every statement names it by (owned; NULL: the name alone) */
     char *key_type;                 /* SQL type of the key, as format_type prints it (owned) */
     char **column_types;            /* SQL type of each writable column (owned, cfg order) */
     bool *column_json;              /* the column is json or jsonb (owned, cfg order) */
