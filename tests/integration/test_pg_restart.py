@@ -155,11 +155,14 @@ class AlteredColumnTest(unittest.TestCase):
                                            "ALTER TABLE {t} ADD PRIMARY KEY (id)"),
         "a text column made an integer": ("ALTER TABLE {t} ALTER x TYPE integer USING 0",
                                           "ALTER TABLE {t} ALTER x TYPE text"),
+        "the key column made a bigint": ("ALTER TABLE {t} ALTER id TYPE bigint", "ALTER TABLE {t} ALTER id TYPE integer"),
+        "the key column made text": ("ALTER TABLE {t} ALTER id TYPE text", "ALTER TABLE {t} ALTER id TYPE integer USING id::integer"),
     }
 
     def test_a_table_changed_under_the_gateway_answers_503(self):
         """A table altered while the gateway runs so that its statements name a column, a table or a unique index
-        that is gone, or store a value its column no longer takes: every read and write that meets it answers 503
+        that is gone, store a value its column no longer takes or compare its key with a value of another type:
+        every read and write that meets it answers 503
         backend_unavailable with Retry-After (the client's request was good; the gateway cannot serve the table
         as it read it at start-up), never 500 as a bug; nothing is written, another table is served as before,
         and once the table is put back it is served again without a restart. Failed before the fix: each answered
@@ -191,9 +194,9 @@ class AlteredColumnTest(unittest.TestCase):
                 if change == "the key's unique index dropped":  # only an upsert needs it
                     calls = [call for call in calls if call[0] in ("PUT", "BATCH")]
                 if change in ("the key column renamed", "the table renamed", "a listed column dropped",
-                              "a listed column renamed"):
+                              "a listed column renamed", "the key column made text"):
                     calls.append(("GET", "1", None))
-                if change in ("the key column renamed", "the table renamed"):
+                if change in ("the key column renamed", "the table renamed", "the key column made text"):
                     calls.append(("DELETE", "1", None))
                 for method, key, body in calls:
                     if method == "GET":

@@ -37,13 +37,15 @@ static void codes(void **state)
     assert_int_equal(sqlstate_code("FGK01", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("42501", false), FG_ERR_FORBIDDEN);
     /* a table altered under the gateway (a column or the table gone, its key's unique index
-     * dropped, a column's type changed): unavailable, not a bug; a syntax error would be one */
+     * dropped, a column's or the key's type changed): unavailable, not a bug; a syntax error
+     * or an indeterminate parameter type would be one */
     assert_int_equal(sqlstate_code("42703", false), FG_ERR_BACKEND_UNAVAILABLE);
     assert_int_equal(sqlstate_code("42P01", false), FG_ERR_BACKEND_UNAVAILABLE);
     assert_int_equal(sqlstate_code("42P10", false), FG_ERR_BACKEND_UNAVAILABLE);
     assert_int_equal(sqlstate_code("42804", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("42883", false), FG_ERR_BACKEND_UNAVAILABLE);
     assert_int_equal(sqlstate_code("42601", false), FG_ERR_INTERNAL);
-    assert_int_equal(sqlstate_code("42883", false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("42P18", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("40000", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("25001", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("", false), FG_ERR_INTERNAL);

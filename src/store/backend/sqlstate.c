@@ -29,6 +29,8 @@ static const struct {
     {"42P10", FG_ERR_BACKEND_UNAVAILABLE}, /* ON CONFLICT finds no unique index on the key */
     {"42804", FG_ERR_BACKEND_UNAVAILABLE}, /* datatype mismatch: a column's new type takes no
                                               value of the type read at start-up */
+    {"42883", FG_ERR_BACKEND_UNAVAILABLE}, /* undefined function or operator: the key's new
+                                              type has no = with the type read at start-up */
     {"23505", FG_ERR_CONFLICT},            /* unique violation */
     {"22", FG_ERR_INVALID_FIELD},          /* data exception */
     {"23", FG_ERR_INVALID_FIELD},          /* integrity constraint violation */
