@@ -340,7 +340,7 @@ class PgAnswersTest(GatewayTest):
         self.assertEqual(answer["r"].status, 204, answer)
         self.assertEqual(psql(f"SELECT note FROM public.{table} WHERE id = :'k'", {"k": key}), ["b"])
         for query in seen:
-            self.assertIn(f'UPDATE ONLY "{table}"', query)
+            self.assertIn(f'UPDATE ONLY "public"."{table}"', query)
             returning = query.split(" RETURNING ", 1)[1]
             self.assertEqual(returning, 'CASE WHEN t."id" = $2::text THEN true ELSE '
                                         'fencegate.key_moved($2::text, t."id") END AS key_kept', query)
