@@ -18,7 +18,8 @@ row): every GET of a table with a column r, listed or not, or a key r, in either
 the row; the writes themselves, whose answer the gateway writes, and a stale write's 409 went through.
 
 Tables named like the WITH queries of those statements (c, k, ...) are tables like any other
-(TableNamedLikeAQueryTest).
+(TableNamedLikeAQueryTest), and an application's tables named like the gateway's own (settings, revocations,
+rejections) are the application's (TableNamedLikeTheGatewaysOwnTest).
 
 Owns: column and table names that the generated SQL also uses. Must not: test the types of answered values
 (test_pg_row_kinds.py) or which columns an answer holds (test_pg_answers.py).
@@ -31,7 +32,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, psql  # noqa: E402
+from harness import Gateway, GatewayTest, psql, run_fencegate  # noqa: E402
 from pg_helpers import assert_problem, rejections, unique, write  # noqa: E402
 
 NAMES = ["r", "t", "c", "f", "d", "w", "e", "s", "rf", "rv", "v", "excluded", "resource", "fence", "found",
@@ -197,6 +198,54 @@ class TableNamedLikeAQueryTest(unittest.TestCase):
                     self.assertEqual(psql(f'SELECT id, v FROM public."{n}"'), ["1|new"], n)
         finally:
             psql("".join(f'DROP TABLE IF EXISTS public."{n}";' for n in WITH_NAMES) + FORGET_SQL)
+
+
+class TableNamedLikeTheGatewaysOwnTest(unittest.TestCase):
+    """An application's table named like one of the gateway's own (settings, revocations, rejections) is the
+    application's table: the gateway's role, named fencegate in every shipped deployment, finds the schema
+    fencegate first in its search_path ("$user"), and the gateway looked its tables up there. Caught on the
+    code before: a listed settings (name, value) was fencegate.settings, so a PUT answered 200 and wrote the
+    gateway's own settings (where it keeps a signing key it generated), the application's row unchanged; a
+    listed revocations (id, note) stopped start-up ("table has no column id"); `fencegate fence-column
+    rejections` added its column to fencegate.rejections."""
+
+    SQL = """
+    DROP TABLE IF EXISTS public.settings, public.revocations, public.rejections;
+    CREATE TABLE public.settings (name text PRIMARY KEY, value text);
+    CREATE TABLE public.revocations (id text PRIMARY KEY, note text);
+    CREATE TABLE public.rejections (id integer PRIMARY KEY, note text);
+    INSERT INTO public.settings VALUES ('theme', 'dark');
+    """
+
+    def test_the_gateways_own_tables_are_never_served(self):
+        psql(self.SQL)
+        tables = {"settings": {"key": "name", "columns": ["value"]},
+                  "revocations": {"key": "id", "columns": ["note"]},
+                  "rejections": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}
+        try:
+            moved = run_fencegate(["fence-column", "rejections"], config={"tables": tables})
+            self.assertEqual(moved.returncode, 0, moved.stderr[-2000:])
+            columns = "SELECT attname FROM pg_attribute WHERE attrelid = :'t'::regclass AND attname = 'lock_fence'"
+            self.assertEqual(psql(columns, {"t": "public.rejections"}), ["lock_fence"])
+            self.assertEqual(psql(columns, {"t": "fencegate.rejections"}), [])
+            with Gateway(config={"tables": tables}) as gw:
+                c = gw.client()
+                token = c.post(f"/v1/locks/{unique('own')}/acquire", {}).body["token"]
+                r = c.get("/v1/pg/settings/theme")
+                self.assertEqual((r.status, r.body.get("row")), (200, {"name": "theme", "value": "dark"}), r)
+                r = write(c, "PUT", "settings", "theme", {"row": {"value": "light"}}, token)
+                self.assertEqual(r.status, 200, r)
+                for table, key in (("revocations", "r1"), ("rejections", "7")):
+                    r = write(c, "PUT", table, key, {"row": {"note": "n"}}, token)
+                    self.assertEqual(r.status, 200, (table, r, gw.why(r)))
+                self.assertEqual(psql("SELECT value FROM public.settings WHERE name = 'theme'"), ["light"])
+                self.assertEqual(psql("SELECT count(*) FROM fencegate.settings WHERE name = 'theme'"), ["0"])
+                self.assertEqual(psql("SELECT id || note FROM public.revocations"), ["r1n"])
+                self.assertEqual(psql("SELECT id || note FROM public.rejections"), ["7n"])
+        finally:
+            psql("DROP TABLE IF EXISTS public.settings, public.revocations, public.rejections;"
+                 " ALTER TABLE fencegate.rejections DROP COLUMN IF EXISTS lock_fence;"
+                 " DELETE FROM fencegate.settings WHERE name = 'theme'")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,18 @@ static struct {
     size_t nstmts;                /* entries in stmts */
 } fpg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* The relation that the configured table name in parameter param names (an SQL
+ * expression, its oid or NULL): the first of that name in the schemas of the
+ * session's search_path, as Postgres finds an unqualified name, but never in
+ * the gateway's own schema fencegate, which a role named fencegate finds first
+ * ("$user" opens the default search_path): the tables of the gateway
+ * (settings, revocations, rejections, ...) are no application's table of the
+ * same name, and never served. */
+#define TABLE_NAMED(param)                                                                         \
+    "(SELECT r.oid FROM unnest(current_schemas(true)) WITH ORDINALITY AS sp (nsp, i)"              \
+    " JOIN pg_namespace rn ON rn.nspname = sp.nsp JOIN pg_class r ON r.relnamespace = rn.oid"      \
+    " AND r.relname = " param " WHERE rn.nspname <> 'fencegate' ORDER BY sp.i LIMIT 1)"
+
 static const char catalog_sql[] =
     "SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.atttypmod AS typmod,"
     " format_type(a.atttypid, a.atttypmod) AS full_type,"
@@ -124,11 +136,12 @@ static const char catalog_sql[] =
     " JOIN pg_class ch ON ch.oid = h.inhrelid WHERE h.inhparent = c.oid"
     " AND NOT ch.relispartition) AS inherited_by,"
     " (SELECT min(n.name) FROM json_array_elements_text($2::json) AS n (name)"
-    " JOIN pg_partition_ancestors(c.oid) AS p ON p.relid = to_regclass(quote_ident(n.name))"
-    " WHERE p.relid <> c.oid) AS partition_of"
-    " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
-    " WHERE c.oid = to_regclass(quote_ident($1::text)) AND c.relkind IN ('r', 'p')"
-    " AND a.attnum > 0 AND NOT a.attisdropped";
+    " JOIN pg_partition_ancestors(c.oid) AS p ON p.relid = " TABLE_NAMED(
+        "n.name") " WHERE p.relid <> c.oid) AS partition_of"
+                  " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+                  " WHERE c.oid = " TABLE_NAMED(
+                      "$1::text") " AND c.relkind IN ('r', 'p')"
+                                  " AND a.attnum > 0 AND NOT a.attisdropped";
 
 /* --- start-up: the catalog ---------------------------------------------------------------- */
 
@@ -169,16 +182,34 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
     return 0;
 }
 
-/* ALTER TABLE t ADD COLUMN IF NOT EXISTS <fence_column> bigint. */
+/* ALTER TABLE <schema>.t ADD COLUMN IF NOT EXISTS <fence_column> bigint, t
+ * where the gateway finds it (TABLE_NAMED). */
 static int add_fence_column(const struct table_config *t, struct fg_error *err)
 {
-    char *table = sql_quote_ident(t->name), *column = sql_quote_ident(t->fence_column), *sql = NULL;
-    FG_ASSERT(asprintf(&sql, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s bigint", table, column) >
-              0);
-    int rc = pg_query(NULL, sql, 0, NULL, NULL, err);
-    free(sql);
-    free(table);
-    free(column);
+    const char *params[] = {t->name};
+    json_t *rows = NULL;
+    if (pg_query(NULL,
+                 "SELECT (SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname)"
+                 " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                 " WHERE c.oid = " TABLE_NAMED("$1::text") ") AS qualified",
+                 1, params, &rows, err) != 0)
+        return -1;
+    const char *table = json_string_value(json_object_get(json_array_get(rows, 0), "qualified"));
+    int rc = 0;
+    if (table == NULL) {
+        rc = fg_fail(err, FG_ERR_CONFIG,
+                     "config key 'tables.%s': no table \"%s\" in Postgres (search_path, but for "
+                     "the gateway's own schema fencegate)",
+                     t->name, t->name);
+    } else {
+        char *column = sql_quote_ident(t->fence_column), *sql = NULL;
+        FG_ASSERT(
+            asprintf(&sql, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s bigint", table, column) > 0);
+        rc = pg_query(NULL, sql, 0, NULL, NULL, err);
+        free(sql);
+        free(column);
+    }
+    json_decref(rows);
     return rc;
 }
 

@@ -165,8 +165,9 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
     schema->cfg = t;
     if (json_array_size(columns) == 0)
         return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s': no table \"%s\" in Postgres (search_path)", t->name,
-                       t->name);
+                       "config key 'tables.%s': no table \"%s\" in Postgres (search_path, "
+                       "but for the gateway's own schema fencegate)",
+                       t->name, t->name);
     if (check_rows_apart(t, columns, err) != 0)
         return -1;
     schema->partitioned = catalog_flag(json_array_get(columns, 0), "partitioned");
