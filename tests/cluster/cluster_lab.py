@@ -350,12 +350,29 @@ class ClusterLab:
     # --- changes ---------------------------------------------------------------------------------------
     def reshard(self, from_ids: str, to_id: str, slots: int, pipeline: int = 10) -> subprocess.CompletedProcess:
         """Moves slots from primaries (comma-separated ids, an even share from each) to another with redis-cli
-        (MIGRATE, keys in flight answered with ASK); returns the finished redis-cli run."""
-        any_port = next(iter(self.procs))
-        return subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{any_port}",
-                               "--cluster-from", from_ids, "--cluster-to", to_id, "--cluster-slots", str(slots),
-                               "--cluster-yes", "--cluster-pipeline", str(pipeline)],
-                              capture_output=True, text=True, timeout=600)
+        (MIGRATE, keys in flight answered with ASK); returns the finished redis-cli run. Replicas fail no
+        primary over meanwhile: a primary busy moving keys on a loaded machine may miss its pings for
+        NODE_TIMEOUT_MS, and a failover in the middle fails the move ("SETSLOT only with masters"), which is
+        no test's subject (the tests kill primaries between moves)."""
+        replicas = [port for shard in self.shards() for port in shard["replicas"]]
+        self.replicas_fail_over(replicas, False)
+        try:
+            any_port = next(iter(self.procs))
+            return subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{any_port}",
+                                   "--cluster-from", from_ids, "--cluster-to", to_id, "--cluster-slots", str(slots),
+                                   "--cluster-yes", "--cluster-pipeline", str(pipeline)],
+                                  capture_output=True, text=True, timeout=600)
+        finally:
+            self.replicas_fail_over(replicas, True)
+
+    @staticmethod
+    def replicas_fail_over(replicas: list[int], on: bool):
+        """Lets replicas fail their primaries over, or not (cluster-replica-no-failover); one down is passed."""
+        for port in replicas:
+            try:
+                resp(port, "CONFIG", "SET", "cluster-replica-no-failover", "no" if on else "yes", timeout=5)
+            except OSError:
+                pass
 
     def move_slot(self, slot: int, src: dict, dst: dict, primaries: list[int] | None = None):
         """Moves one slot by hand, as redis-cli does: IMPORTING on the destination, MIGRATING on the
