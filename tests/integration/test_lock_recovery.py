@@ -383,7 +383,7 @@ class CrashRecoveryTest(unittest.TestCase):
         name = unique_name("killed")
         held = acquire(self.client, name, ttl_ms=30000)
         self.assertEqual(held.status, 200, held)
-        doomed = Gateway()
+        doomed = Gateway(config={"waiter_lease_ms": 1000})  # its waiters count as dead 1 s after its last beat
         dead_waiters = [Waiter(doomed, name, ttl_ms=30000, wait_ms=60000) for _ in range(4)]
         for i, d in enumerate(dead_waiters):
             d.start()
@@ -397,7 +397,7 @@ class CrashRecoveryTest(unittest.TestCase):
         w.join(60)
         self.assertIsNone(w.error)
         self.assertEqual(w.response.status, 200, f"the live waiter did not get the lock: {w.response}")
-        # waiter lease 3 s + one poll (2 s) + margin for a loaded machine
+        # the dead gateway's waiter lease (1 s) + one poll (2 s) + margin for a loaded machine
         self.assertLess(w.done_at - released_at, 8.0, "the dead gateway's waiters wedged the queue")
         self.assertEqual(release(self.client, name, w.response.body["token"]).status, 200)
         for d in dead_waiters:
@@ -408,12 +408,12 @@ class CrashRecoveryTest(unittest.TestCase):
         lease: its retry through another gateway is a new acquire, not 410 lease_lost."""
         name = unique_name("retry-dead")
         held = acquire(self.client, name, ttl_ms=30000)
-        doomed = Gateway()
+        doomed = Gateway(config={"waiter_lease_ms": 1000})
         d = Waiter(doomed, name, ttl_ms=30000, wait_ms=60000, request_id="crash-retry")
         d.start()
         wait_for_waiting(self.client, name, 1)
         doomed.kill()
-        time.sleep(4.0)  # past the dead gateway's waiter lease (3 s)
+        time.sleep(2.0)  # past the dead gateway's waiter lease (1 s), with a second to spare
         self.assertEqual(release(self.client, name, held.body["token"]).status, 200)  # drops the dead waiter
         retry = acquire(self.client, name, request_id="crash-retry")
         self.assertEqual(retry.status, 200, retry)
