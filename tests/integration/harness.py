@@ -759,13 +759,23 @@ class Redis:
         self.close()
 
 
-def _crc16(data: bytes) -> int:
-    """CRC16 (XMODEM), as Redis Cluster computes a key's slot."""
-    crc = 0
-    for byte in data:
-        crc ^= byte << 8
+def _crc16_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte << 8
         for _ in range(8):
             crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+        table.append(crc)
+    return table
+
+
+_CRC16_TABLE = _crc16_table()
+
+
+def _crc16(data: bytes, crc: int = 0) -> int:
+    """CRC16 (XMODEM), as Redis Cluster computes a key's slot; from crc, the CRC of the bytes before data."""
+    for byte in data:
+        crc = ((crc << 8) & 0xFFFF) ^ _CRC16_TABLE[(crc >> 8) ^ byte]
     return crc
 
 
@@ -849,8 +859,17 @@ def same_slot(*prefixes: str, like: str | None = None) -> list[str]:
         return names
     slot = key_slot(like if like is not None else names[0])
     for i, p in enumerate(prefixes):
-        while key_slot(names[i]) != slot:
-            names[i] = f"{p}-{uuid.uuid4().hex[:12]}"
+        head = f"{p}-".encode()
+        if b"{" in head:  # a hash tag may decide the slot: whole names, tried at random
+            while key_slot(names[i]) != slot:
+                names[i] = f"{p}-{uuid.uuid4().hex[:12]}"
+            continue
+        # The next names after the random one, the prefix's CRC taken once: about 16384 tries of 12 digits
+        # each (a whole name's CRC of a fresh uuid each try took seconds of a loaded machine's CPU a call).
+        before, n = _crc16(head), int(names[i][-12:], 16)
+        while _crc16(names[i][-12:].encode(), before) % 16384 != slot:
+            n = (n + 1) & 0xFFFFFFFFFFFF
+            names[i] = f"{p}-{n:012x}"
     return names
 
 
