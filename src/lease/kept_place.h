@@ -24,12 +24,14 @@
 struct lease_ops;
 
 /*
- * Keeps the place of lease_id, queued on kind's name by the attempt attach,
- * until until_ms (monotonic) at the latest. Returns false if this process
- * keeps limits.max_waiters places already (the caller leaves the queue).
+ * Keeps the place of lease_id, queued on kind's name by the attempt attach
+ * for the API key key_id (NULL: auth off), until until_ms (monotonic) at the
+ * latest. Returns false if this process keeps limits.max_waiters places
+ * already, or limits.max_waiters_per_key of that key's (the caller leaves the
+ * queue).
  */
 bool kept_place_add(const struct lease_ops *kind, const char *name, const char *lease_id,
-                    const char *attach, int slot, int64_t until_ms);
+                    const char *attach, const char *key_id, int slot, int64_t until_ms);
 
 /* Forgets the kept place of lease_id, if any: a retry waits in it now. */
 void kept_place_forget(const char *lease_id);

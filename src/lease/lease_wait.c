@@ -176,8 +176,9 @@ static bool keep_place(struct lease_wait *lw)
     int64_t now = park_clock(), until = now + gw.cfg->kept_place_ms;
     if (until > lw->park.waiter.deadline_ms)
         until = lw->park.waiter.deadline_ms;
+    const struct api_key *key = lw->park.waiter.key;
     if (until <= now || !kept_place_add(lw->kind, lw->name, lw->park.waiter.lease_id, lw->attach,
-                                        lw->park.waiter.slot, until))
+                                        key != NULL ? key->id : NULL, lw->park.waiter.slot, until))
         return false;
     doorbell_add_orphan((char)lw->kind->token_kind, lw->park.waiter.lease_id, lw->name, lw->attach,
                         NULL);

@@ -42,6 +42,7 @@ Found since, failing on the code before its fix:
   an https:// target served on a plain HTTP port                test_a_target_in_absolute_form_names_the_scheme_...
   a refusal whose audit record Postgres refused answered 400    test_a_refusal_whose_record_postgres_refuses_...
   a second Content-Type served (the first one read)            test_content_type_named_twice_is_refused_and_closed
+  one key's hung-up waiters taking every kept place            test_one_key_cannot_take_every_kept_place
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
@@ -1592,6 +1593,37 @@ class WaiterQuotaTest(unittest.TestCase):
         wait_for(lambda: self.parked() == 0, timeout=10, what="every wait ended")
         r = self.as_key("greedy", "GET", f"/v1/locks/{name}?watch=true&fence={fence}&wait_ms=10")
         self.assertEqual(r.status, 200, r)
+
+    def test_one_key_cannot_take_every_kept_place(self):
+        """Found by the resource-exhaustion pass: a waiter with a request_id whose client hangs up keeps its
+        place for a retry (limits.kept_place_ms) outside the parked count, so one key parking one acquire at a
+        time and hanging up filled the process's table of kept places (limits.max_waiters, 8 here) and another
+        key's hung-up waiter lost its place at once. Now a key keeps at most limits.max_waiters_per_key (2)
+        places. Failed before the fix: the greedy key kept 8 places and the other key's place was dropped."""
+        name = unique("kept")
+        held = self.as_key("ops", "POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(held.status, 200, held)
+
+        def waiting() -> int:
+            return self.as_key("ops", "GET", f"/v1/locks/{name}").body["waiting"]
+
+        def hang_up(key: str, rid: str) -> None:
+            body = json.dumps({"ttl_ms": 1000, "wait_ms": 60000, "request_id": rid}).encode()
+            s = self.park(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1:{self.gw.port}\r\n"
+                          f"Authorization: Bearer text-{key}\r\nContent-Type: application/json\r\n"
+                          f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            wait_for(lambda: self.parked() >= 1, timeout=10, what=f"{key}'s acquire parked")
+            s.close()
+            wait_for(lambda: self.parked() == 0, timeout=10, what=f"{key}'s hang-up seen")
+
+        try:
+            for i in range(8):  # one at a time: within the greedy key's parked quota
+                hang_up("greedy", f"{name}-g{i}")
+            self.assertEqual(waiting(), 2, "the greedy key keeps max_waiters_per_key places, no more")
+            hang_up("other", f"{name}-o")
+            self.assertEqual(waiting(), 3, "the other key's place was not kept")
+        finally:
+            self.as_key("ops", "POST", f"/v1/locks/{name}/release", {"token": held.body["token"]})
 
 
 if __name__ == "__main__":
