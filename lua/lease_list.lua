@@ -17,7 +17,8 @@
 -- It builds the keys of the locks or semaphores it lists from the prefixes and
 -- suffixes of src/store/backend/redis_keys.h (the other key a script builds
 -- is the one a first try moves an end's record to, lib_lease.lua end_move).
--- Returns JSON {items = [...], next = <name to continue after> (absent at the end)}:
+-- Returns JSON {items = [...], next = <name to continue after> (absent at the end),
+-- pruned = <idle names dropped> (only when limit is 0)}:
 --   lock:      {name, held, fence, owner, pttl, waiting}
 --   semaphore: {name, limit, holders, waiting, leases = [{fence, owner, pttl}]}
 local kind, prefix, after = A_kind, A_prefix, A_after
@@ -73,7 +74,7 @@ local high = prefix == '' and '+' or '[' .. prefix .. '\255'
 if A_upto ~= '' then high = '[' .. A_upto end
 local names = redis.call('ZRANGEBYLEX', index, low, high, 'LIMIT', 0, budget)
 
-local items, last = {}, nil
+local items, last, pruned = {}, nil, 0
 for _, name in ipairs(names) do
   if #items >= limit and limit > 0 then break end
   local item = item_of(name)
@@ -81,8 +82,9 @@ for _, name in ipairs(names) do
     if limit > 0 then items[#items + 1] = item end
   else
     redis.call('ZREM', index, name)
+    pruned = pruned + 1
   end
   last = name
 end
 local more = #names == budget or (limit > 0 and #items >= limit and last ~= names[#names])
-return cjson.encode({items = items, next = more and last or nil})
+return cjson.encode({items = items, next = more and last or nil, pruned = limit == 0 and pruned or nil})

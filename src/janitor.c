@@ -16,8 +16,9 @@
  * audit stream of stale Redis writes into Postgres (store/audit/audit_stream.c,
  * backing off while that fails), at once when a stale write pokes it, pruning
  * audit records past their retention (store/audit/audit.h), and every few seconds dropping a
- * bounded batch of idle names from the lease listing index (lease/lease_list.h), so names whose
- * last lease expired unreleased do not pile up; it sleeps until the next of these is due or a poke.
+ * bounded batch of idle names from the lease listing index (lease/lease_list.h), batch after
+ * batch while they keep finding many, so names whose last lease expired unreleased do not pile up
+ * however fast a client makes them; it sleeps until the next of these is due or a poke.
  * A stalled Postgres can thus delay audit rows, never a waiter, a grant or the liveness mark.
  */
 #include "janitor.h"
@@ -50,6 +51,9 @@
 #define MAX_SLEEP_MS   1000 /* the lease janitor's longest sleep */
 #define INDEX_PRUNE_MS 5000 /* between two pruning passes over the listing index */
 #define PRUNE_WAIT_MS  1000 /* a pruning pass's wait for Redis in all (prune_indexes) */
+#define PRUNE_BUSY     100  /* idle names a pass drops that make the next come at once */
+#define PRUNE_BURST_MS 25   /* how long passes run back to back while each drops that many */
+#define PRUNE_SOON_MS  100  /* then, from the end of the last, until the next pass */
 
 static struct {
     pthread_t lease_thread;
@@ -116,12 +120,14 @@ int janitor_beat(struct fg_error *err)
 }
 
 /* Walks each listing index one bounded batch further, starting over at its
- * end; on a cluster, the indexes of the next slots. The pass waits for Redis
- * PRUNE_WAIT_MS in all (util/budget.h; request_timeout_ms if less): no longer
- * than the exit waits for the backend janitor (main.c), so a pass under way
- * at SIGTERM ends in time. A pass cut short leaves its names to the next. */
-static void prune_indexes(void)
+ * end; on a cluster, the indexes of the next slots. Returns how many idle
+ * names it dropped. The pass waits for Redis PRUNE_WAIT_MS in all
+ * (util/budget.h; request_timeout_ms if less): no longer than the exit waits
+ * for the backend janitor (main.c), so a pass under way at SIGTERM ends in
+ * time. A pass cut short leaves its names to the next. */
+static size_t prune_indexes(void)
 {
+    size_t dropped = 0;
     static char after[2][NAME_MAX_LEN + 1];
     static unsigned slot[2];
     static const enum lease_list_kind kinds[2] = {LEASE_LIST_LOCKS, LEASE_LIST_SEMAPHORES};
@@ -130,12 +136,30 @@ static void prune_indexes(void)
     for (int i = 0; i < 2; i++) {
         struct lease_page page;
         struct fg_error err = {0};
+        size_t pruned = 0;
         if (lease_keys_layout() == LEASE_KEYS_PER_SLOT)
-            (void)!lease_list_prune_slots(kinds[i], &slot[i], &err);
-        else if (lease_list_prune(kinds[i], after[i], &page, &err) == 0)
+            (void)!lease_list_prune_slots(kinds[i], &slot[i], &pruned, &err);
+        else if (lease_list_prune(kinds[i], after[i], &page, &pruned, &err) == 0)
             snprintf(after[i], sizeof after[i], "%s", page.more ? page.next : "");
+        dropped += pruned;
     }
     budget_end();
+    return dropped;
+}
+
+/* Prunes the listing indexes (prune_indexes) at now; returns when to prune next. While passes
+ * keep finding many idle names (clients making names faster than a pass a few seconds drops, each
+ * left to expire unreleased), it runs them back to back for PRUNE_BURST_MS and comes back after
+ * PRUNE_SOON_MS, so the index stays within what its names' expiries leave, not what a client
+ * makes. */
+static int64_t prune_due(int64_t now)
+{
+    size_t dropped;
+    do
+        dropped = prune_indexes();
+    while (dropped >= PRUNE_BUSY && clock_mono_ms() - now < PRUNE_BURST_MS &&
+           !atomic_load(&jan.stop));
+    return clock_mono_ms() + (dropped >= PRUNE_BUSY ? PRUNE_SOON_MS : INDEX_PRUNE_MS);
 }
 
 static int64_t earlier(int64_t a, int64_t b)
@@ -223,10 +247,8 @@ static void *backend_janitor_main(void *arg)
         int64_t now = clock_mono_ms();
         due = audit_stream_tick(now, poked);
         due = earlier(due, audit_retention_tick(now, gw.cfg->audit_retention_days));
-        if (now >= next_prune) {
-            prune_indexes();
-            next_prune = now + INDEX_PRUNE_MS;
-        }
+        if (now >= next_prune)
+            next_prune = prune_due(now);
         due = earlier(due, next_prune);
     }
     redis_thread_done();

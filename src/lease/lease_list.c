@@ -315,18 +315,29 @@ int lease_list(enum lease_list_kind kind, const struct list_query *q, struct lea
     return 0;
 }
 
+/* The idle names a prune-only answer raw (borrowed, may be NULL) says it dropped. */
+static size_t pruned_of(const json_t *raw)
+{
+    json_int_t n = json_integer_value(json_object_get(raw, "pruned"));
+    return n > 0 ? (size_t)n : 0;
+}
+
 int lease_list_prune(enum lease_list_kind kind, const char *after, struct lease_page *page,
-                     struct fg_error *err)
+                     size_t *pruned, struct fg_error *err)
 {
     json_t *raw = NULL;
+    *pruned = 0;
     if (run(kind, kinds[kind].index, "", after, 0, PRUNE_BUDGET, "", page, &raw, err) != 0)
         return -1;
+    *pruned = pruned_of(raw);
     json_decref(raw);
     return 0;
 }
 
-int lease_list_prune_slots(enum lease_list_kind kind, unsigned *slot, struct fg_error *err)
+int lease_list_prune_slots(enum lease_list_kind kind, unsigned *slot, size_t *pruned,
+                           struct fg_error *err)
 {
+    *pruned = 0;
     struct list_call *lists = calloc(PRUNE_SLOTS, sizeof *lists);
     struct redis_batch_call *calls = calloc(PRUNE_SLOTS, sizeof *calls);
     FG_ASSERT(lists != NULL && calls != NULL);
@@ -338,8 +349,10 @@ int lease_list_prune_slots(enum lease_list_kind kind, unsigned *slot, struct fg_
             .script = SCRIPT_LEASE_LIST, .keys = c->keys, .argv = c->argv};
     }
     int rc = redis_batch(calls, PRUNE_SLOTS, err);
-    for (unsigned i = 0; i < PRUNE_SLOTS; i++)
+    for (unsigned i = 0; i < PRUNE_SLOTS; i++) {
+        *pruned += pruned_of(calls[i].reply);
         json_decref(calls[i].reply);
+    }
     free(calls);
     free(lists);
     *slot = (*slot + PRUNE_SLOTS) % CLUSTER_SLOTS;

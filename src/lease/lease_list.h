@@ -45,17 +45,20 @@ int lease_list(enum lease_list_kind kind, const struct list_query *q, struct lea
 /*
  * Drops idle names from the index of kind, looking at a bounded number of names
  * after `after` ("" from the start); page->more and page->next tell where to go
- * on (page->items stays NULL). For the janitor.
+ * on (page->items stays NULL), *pruned how many names it dropped. For the
+ * janitor.
  */
 int lease_list_prune(enum lease_list_kind kind, const char *after, struct lease_page *page,
-                     struct fg_error *err) FG_WUR;
+                     size_t *pruned, struct fg_error *err) FG_WUR;
 
 /*
  * On a cluster (the per-slot layout of lease/lease_keys.h): drops idle names
  * from the indexes of kind of PRUNE_SLOTS slots from *slot on, looking at the
  * first names of each (one call a slot, pipelined per primary), and moves
- * *slot past them, round the slots. For the janitor.
+ * *slot past them, round the slots; *pruned: how many names it dropped (of the
+ * calls Redis answered). For the janitor.
  */
-int lease_list_prune_slots(enum lease_list_kind kind, unsigned *slot, struct fg_error *err) FG_WUR;
+int lease_list_prune_slots(enum lease_list_kind kind, unsigned *slot, size_t *pruned,
+                           struct fg_error *err) FG_WUR;
 
 #endif
