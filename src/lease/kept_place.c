@@ -13,6 +13,7 @@
 
 #include "auth/token.h"
 #include "gateway.h"
+#include "lease/key_quota.h"
 #include "lease/lease_ops.h"
 #include "store/backend/key_slot.h"
 #include "util/alarm.h"
@@ -25,20 +26,12 @@
  * work (timers, hang-ups, the liveness beat) waits meanwhile. */
 #define REAP_BATCH 64
 
-/* The places one API key keeps (limits.max_waiters_per_key). Never freed: there is one per key id
- * that ever kept a place, a handful. */
-struct place_quota {
-    struct strmap_node node; /* in places.quotas by key id */
-    long count;              /* its places on the table */
-    char id[];               /* the key's id (the node's key) */
-};
-
 /* A place kept in the queue of a lock or semaphore. */
 struct kept_place {
     struct strmap_node by_id;        /* in places.by_id by lease id */
     struct list_link link;           /* on places.all */
     const struct lease_ops *kind;    /* lock or semaphore */
-    struct place_quota *quota;       /* the places of its API key; NULL: auth off */
+    struct key_quota *quota;         /* the places of its API key; NULL: auth off */
     int slot;                        /* cluster: the queue's hash slot; -1: none */
     int64_t until_ms;                /* monotonic: when it leaves its queue */
     char lease_id[LEASE_ID_LEN + 1]; /* the waiter's lease id in the queue */
@@ -49,29 +42,13 @@ struct kept_place {
 static struct {
     pthread_mutex_t lock;
     struct strmap by_id;
-    struct strmap quotas; /* struct place_quota by key id */
+    struct strmap quotas; /* struct key_quota by key id: the places each key keeps */
     struct list_link all;
     long count;
 } places = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .by_id = STRMAP_INIT,
             .quotas = STRMAP_INIT,
             .all = {&places.all, &places.all}};
-
-/* The quota of key_id (NULL: none, auth is off), made on first use. Caller holds places.lock. */
-static struct place_quota *quota_of(const char *key_id)
-{
-    if (key_id == NULL)
-        return NULL;
-    struct strmap_node *node = strmap_find(&places.quotas, key_id);
-    if (node != NULL)
-        return STRMAP_ENTRY(node, struct place_quota, node);
-    size_t len = strlen(key_id);
-    struct place_quota *q = calloc(1, sizeof *q + len + 1);
-    FG_ASSERT(q != NULL);
-    memcpy(q->id, key_id, len + 1);
-    strmap_add(&places.quotas, &q->node, q->id);
-    return q;
-}
 
 /* Puts kp on the table. Caller holds places.lock. */
 static void link_place(struct kept_place *kp)
@@ -110,7 +87,7 @@ bool kept_place_add(const struct lease_ops *kind, const char *name, const char *
     struct kept_place *old = node != NULL ? STRMAP_ENTRY(node, struct kept_place, by_id) : NULL;
     if (old != NULL)
         unlink_place(old); /* kept before by an attempt this one took over */
-    kp->quota = quota_of(key_id);
+    kp->quota = key_quota_of(&places.quotas, key_id);
     /* one key may not take the whole table: the others' hung-up waiters keep their places too */
     bool room = places.count < gw.cfg->max_waiters &&
                 (kp->quota == NULL || kp->quota->count < gw.cfg->max_waiters_per_key);

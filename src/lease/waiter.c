@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "gateway.h"
+#include "lease/key_quota.h"
 #include "store/backend/key_slot.h"
 #include "util/alarm.h"
 
@@ -83,30 +84,6 @@ int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err)
     if (epoll_ctl(reg.epoll_fd, EPOLL_CTL_ADD, alarm_fd(), &ev) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "epoll_ctl: %s", strerror(errno));
     return 0;
-}
-
-/* The waiters one API key has registered (limits.max_waiters_per_key). Never freed: there is one
- * per key id that ever parked a request, a handful. */
-struct key_quota {
-    struct strmap_node node; /* in reg.quotas by key id */
-    long count;              /* its registered waiters and watchers */
-    char id[];               /* the key's id (the node's key) */
-};
-
-/* The quota of key_id (NULL: none, auth is off), made on first use. Caller holds reg.lock. */
-static struct key_quota *quota_of(const char *key_id)
-{
-    if (key_id == NULL)
-        return NULL;
-    struct strmap_node *node = strmap_find(&reg.quotas, key_id);
-    if (node != NULL)
-        return STRMAP_ENTRY(node, struct key_quota, node);
-    size_t len = strlen(key_id);
-    struct key_quota *q = calloc(1, sizeof *q + len + 1);
-    FG_ASSERT(q != NULL);
-    memcpy(q->id, key_id, len + 1);
-    strmap_add(&reg.quotas, &q->node, q->id);
-    return q;
 }
 
 static struct waiter *waiter_of_timer(struct heap_node *node)
@@ -233,7 +210,7 @@ int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t dea
         return fg_fail(err, FG_ERR_TOO_MANY_WAITERS, "this gateway has %lld waiters already",
                        gw.cfg->max_waiters);
     }
-    w->quota = quota_of(client->key != NULL ? client->key->id : NULL);
+    w->quota = key_quota_of(&reg.quotas, client->key != NULL ? client->key->id : NULL);
     if (w->quota != NULL && w->quota->count >= gw.cfg->max_waiters_per_key) {
         pthread_mutex_unlock(&reg.lock);
         return fg_fail(err, FG_ERR_TOO_MANY_WAITERS,
