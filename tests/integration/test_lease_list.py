@@ -26,6 +26,15 @@ def fresh_prefix(tag: str) -> str:
     return f"list-{tag}-{uuid.uuid4().hex[:8]}:"
 
 
+def add_to_index(redis, names: list[str]) -> None:
+    """Puts names into the locks' listing index, a thousand a call, as names with no lease: idle."""
+    for i in range(0, len(names), 1000):
+        args = []
+        for n in names[i:i + 1000]:
+            args += [0, n]
+        redis.cmd("ZADD", LOCK_INDEX, *args)
+
+
 def drop_from_index(redis, prefix: str) -> None:
     """Takes the names under prefix out of the locks' listing index: a test's idle names left there would
     make the janitor's passes of the next tests on the same Redis walk them first."""
@@ -159,12 +168,7 @@ class LockListTest(GatewayTest):
         prefix = fresh_prefix("bound")
         redis = Redis()
         self.addCleanup(drop_from_index, redis, prefix)  # the names the listing and the janitor left
-        dead = [f"{prefix}a{i:05d}" for i in range(20000)]
-        for i in range(0, len(dead), 1000):
-            args = []
-            for n in dead[i:i + 1000]:
-                args += [0, n]
-            redis.cmd("ZADD", LOCK_INDEX, *args)
+        add_to_index(redis, [f"{prefix}a{i:05d}" for i in range(20000)])
         with self.gw.client() as c:
             live = prefix + "z-live"
             held = acquire(c, live, ttl_ms=30000)
@@ -191,12 +195,7 @@ class LockListTest(GatewayTest):
         prefix = fresh_prefix("pace")
         redis = Redis()
         self.addCleanup(drop_from_index, redis, prefix)
-        dead = [f"{prefix}{i:05d}" for i in range(5000)]
-        for i in range(0, len(dead), 1000):
-            args = []
-            for n in dead[i:i + 1000]:
-                args += [0, n]
-            redis.cmd("ZADD", LOCK_INDEX, *args)
+        add_to_index(redis, [f"{prefix}{i:05d}" for i in range(5000)])
 
         def left() -> int:
             return redis.cmd("ZLEXCOUNT", LOCK_INDEX, f"[{prefix}", f"[{prefix}\xff")
