@@ -10,6 +10,8 @@
 #   -- KEYS: holder queue lib_x.lua  the script's KEYS, in order; a library's name stands for its list
 #   -- ARGV: name lease ids...       its ARGV, likewise; a last name ending in "..." takes the rest
 #   -- flags: no-writes              (optional) the flags of its Redis function
+#   -- own-connection: <why>         (optional) its calls go on their thread's own Redis connection, not
+#                                    the shared pipelined one (an answer that may be large)
 #   -- REPLY: lease fence grant      (one library only) the facts a script's reply may carry, whose
 #                                    code the code names R_<FACT> (lib_lease.lua lease_reply)
 # (several KEYS, ARGV or REPLY lines add up). Every script declares both (maybe empty); a library (lib_*.lua)
@@ -22,7 +24,8 @@
 #                  <NAME>_KEY_<LIB> / <NAME>_ARGV_<LIB>, where the list of library <LIB> starts;
 #                  for the library that declares the REPLY facts, <NAME>_REPLY_<FACT> (its code,
 #                  0-based) and <NAME>_NREPLY
-#   lua_scripts.c  lua_scripts[], (name, function, source, counts) per script, in enum order (embedded.h)
+#   lua_scripts.c  lua_scripts[], (name, function, source, counts, own_connection) per script, in enum
+#                  order (embedded.h)
 #   lua/<file>     each script as the Redis function library it is loaded as (FUNCTION LOAD), named
 #                  fg_<script>_<first 12 hex digits of the SHA1 of its text> (the function's name too,
 #                  so two builds never load different code under one name): "local KEYS, ARGV" and
@@ -113,6 +116,10 @@ foreach(f ${lua_files})
   set(FLAGS_${stem} "")
   if("\n${head}" MATCHES "\n-- flags:([^\n]*)\n")
     string(REGEX MATCHALL "[^ ]+" FLAGS_${stem} "${CMAKE_MATCH_1}")
+  endif()
+  set(OWN_CONNECTION_${stem} false)
+  if("\n${head}" MATCHES "\n-- own-connection:")
+    set(OWN_CONNECTION_${stem} true)
   endif()
   foreach(kind KEYS ARGV)
     string(REGEX MATCHALL "\n-- ${kind}:[^\n]*" lines "\n${head}")
@@ -396,7 +403,7 @@ foreach(stem ${SCRIPTS})
   c_string_literal(escaped ${OUT_DIR}/lua/${stem}.lua)
   string(TOUPPER ${stem} up)
   string(APPEND table "    [SCRIPT_${up}] = {\"${stem}.lua\", \"${function}\",\n  \"${escaped}\",\n")
-  string(APPEND table "    ${up}_NKEYS, ${up}_NARGV, ${VARIADIC_ARGV_${stem}}},\n")
+  string(APPEND table "    ${up}_NKEYS, ${up}_NARGV, ${VARIADIC_ARGV_${stem}}, ${OWN_CONNECTION_${stem}}},\n")
 endforeach()
 string(APPEND table "};\n")
 

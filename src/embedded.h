@@ -29,6 +29,7 @@ struct lua_script {
     size_t nkeys;         /* KEYS it takes */
     size_t nargv;         /* ARGV it takes (at least, when variadic) */
     bool variadic;        /* more ARGV may follow the declared ones */
+    bool own_connection;  /* calls go on their thread's own connection ("-- own-connection:") */
 };
 
 /* Indexed by enum fg_script. */

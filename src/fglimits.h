@@ -94,6 +94,7 @@
 #define DEFAULT_HTTP_THREADS            32      /* http_threads */
 #define DEFAULT_PG_POOL_SIZE            8       /* pg_pool_size */
 #define DEFAULT_REDIS_PIPELINE_FROM     0       /* redis_pipeline_from */
+#define LARGE_READ_BYTES                8192    /* most bytes a read answers on the shared link */
 #define DEFAULT_STATEMENT_TIMEOUT_MS    5000    /* statement_timeout_ms */
 #define DEFAULT_PG_CONNECT_TIMEOUT_MS   2000    /* pg_connect_timeout_ms */
 #define DEFAULT_REQUEST_TIMEOUT_MS      5000    /* request_timeout_ms */

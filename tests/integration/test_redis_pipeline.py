@@ -14,7 +14,8 @@ the threads' own connections up to 8 in flight instead of 4, test_few_calls_go_a
 waiting in 9 sockets (each HTTP thread's and a janitor's), and with the shared connection whatever
 redis_pipeline_from says, in 1; with no deadline on the reading (poll without a
 timeout), test_a_silent_redis_fails_calls_in_time waited out the whole pause and got 200; with replies handed to
-the newest call out instead of the oldest, every test got answers meant for other calls (500).
+the newest call out instead of the oldest, every test got answers meant for other calls (500); with large
+reads on the shared connection, test_large_reads_go_alone saw one connection, not two.
 
 Owns: the sharing of the Redis connection. Must not: test failover (tests/ha/) or reconnection after a restart
 (test_idle_reconnect.py).
@@ -222,6 +223,36 @@ class RedisPipelineTest(unittest.TestCase):
             everyone.join()
         self.assertEqual(len(waiting), 5, waiting)
         self.assertEqual(statuses, [200] * THREADS)
+
+    def test_large_reads_go_alone(self):
+        """The read of a fenced key whose content comes to more than LARGE_READ_BYTES (8192, src/fglimits.h)
+        goes on its HTTP thread's own connection, after a look at the key on the shared one, whatever
+        redis_pipeline_from says: on the shared one every call behind it would wait while its answer comes
+        through. Lease calls, writes (a large one too: measured, it made Redis slower for every client) and
+        small reads share. One HTTP thread, so that a thread's own connection is one more than the shared
+        one."""
+        with Redis() as redis:
+            before = command_connections(redis)
+            with Gateway(env_overrides={"FENCEGATE_HTTP_THREADS": 1},
+                         config={"redis_prefixes": ["app:"], "redis_pipeline_from": 0}) as gw:
+                client = Client(gw.url(""))
+                lock = client.post("/v1/locks/pipe-large/acquire", {"ttl_ms": 10000})
+                self.assertEqual(lock.status, 200, lock)
+                fence = {"Fence-Token": lock.body["token"]}
+                for size in (8192, 60000):
+                    r = client.request("PUT", "/v1/redis/app:pipe-large", {"value": "x" * size}, fence)
+                    self.assertEqual(r.status, 200, r)
+                redis.cmd("SET", "app:pipe-large", "y" * 8192)  # written around the gateway
+                self.assertEqual(client.get("/v1/redis/app:pipe-large").body.get("value"), "y" * 8192)
+                shared = command_connections(redis) - before
+                redis.cmd("SET", "app:pipe-large", "z" * 8193)
+                r = client.get("/v1/redis/app:pipe-large")
+                self.assertEqual((r.status, r.body.get("value")), (200, "z" * 8193), r)
+                mine = command_connections(redis) - before
+                client.post("/v1/locks/pipe-large/release", {"token": lock.body["token"]})
+        self.assertEqual(len(shared), 1, shared)
+        self.assertEqual(len(mine), 2, mine)
+        self.assertLessEqual(shared, mine)
 
     def test_each_reply_reaches_its_request(self):
         """Tokens and fences are the lease's own: each release takes the token its acquire got, and every

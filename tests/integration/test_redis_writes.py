@@ -234,6 +234,27 @@ class RedisWriteTest(GatewayTest):
             r = self.c.get("/v1/redis/" + plain)
             self.assertEqual((r.status, r.body), (200, {"value": 'say "hi"\n', "fence": None}), (garbage, r))
 
+    def test_a_large_read_answers_whole(self):
+        """Content over LARGE_READ_BYTES (8192, src/fglimits.h) is read again on the thread's own connection
+        (lua/rw_get_large.lua): a string of 8193 bytes and a hash whose names and values come to more answer
+        whole with their fence; a string over limits.max_value_bytes still answers 409 with its size. Caught:
+        the look on the shared connection answered as the read ({"large": ...} taken for the key's type)."""
+        text, fields, over, lock = same_slot("app:large/t", "app:large/h", "app:large/o", "large")
+        tok = self.lock(lock)["token"]
+        r = self.write("PUT", text, tok, {"value": "t" * 8193})
+        self.assertEqual(r.status, 200, r)
+        r = self.c.get("/v1/redis/" + text)
+        self.assertEqual((r.status, r.body.get("value"), r.body.get("fence")), (200, "t" * 8193, r.body["fence"]))
+        self.assertIsInstance(r.body["fence"], int)
+        big = {f"f{i}": str(i) * 3000 for i in range(3)}
+        r = self.write("PATCH", fields, tok, {"fields": big})
+        self.assertEqual(r.status, 200, r)
+        r = self.c.get("/v1/redis/" + fields)
+        self.assertEqual((r.status, r.body.get("fields")), (200, big), r)
+        self.r.cmd("SET", over, "o" * (65536 + 1))  # written around the gateway, over limits.max_value_bytes
+        r = self.c.get("/v1/redis/" + over)
+        self.assertEqual((r.status, r.body.get("type"), r.body.get("size")), (409, "/problems/conflict", 65537), r)
+
     def test_put_and_delete_leave_keys_of_other_types(self):
         """A PUT of a key that holds anything but a string (a hash, a list, a set, a sorted set, a stream), and a
         DELETE of one that holds neither a string nor a hash, answers 409 conflict and changes nothing: the key

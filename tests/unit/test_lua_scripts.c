@@ -52,6 +52,13 @@ static void counts_match_the_index_constants(void **state)
     assert_int_equal(lua_scripts[SCRIPT_SEM_STATUS].nkeys, 4);
 }
 
+static void only_the_large_read_goes_on_its_own_connection(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < SCRIPT_COUNT; s++)
+        assert_int_equal(lua_scripts[s].own_connection, s == SCRIPT_RW_GET_LARGE);
+}
+
 static void only_the_audit_ack_and_patch_take_the_rest(void **state)
 {
     (void)state;
@@ -125,6 +132,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_script_named_and_counted),
         cmocka_unit_test(counts_match_the_index_constants),
+        cmocka_unit_test(only_the_large_read_goes_on_its_own_connection),
         cmocka_unit_test(only_the_audit_ack_and_patch_take_the_rest),
         cmocka_unit_test(sources_carry_names_then_libraries),
         cmocka_unit_test(each_script_is_a_function_library),

@@ -135,6 +135,7 @@ struct node {
     size_t batch_cap;                  /* bytes allocated at batch */
     char run_id[REDIS_RUN_ID_LEN + 1]; /* of the process ctx reached (redis_run_id_here) */
     struct node *next_own;             /* a thread's own: the next in owned's list */
+    struct node *next_mine;            /* a thread's own: the next of that thread's */
 };
 
 const char redis_run_id_here[REDIS_RUN_ID_LEN + 1] = REDIS_RUN_ID_PLACEHOLDER;
@@ -144,19 +145,20 @@ _Static_assert(sizeof REDIS_RUN_ID_PLACEHOLDER == REDIS_RUN_ID_LEN + 1,
 /* The connection to the primary (redis://, redis-sentinel://). */
 static struct node shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Each thread's own connection to the primary, made on first use (own_node).
- * A call made while fewer than rds.pipeline_from others are in flight goes
- * there: its thread writes and reads for itself, sleeps once, in poll, and
- * wakes nobody. A call made while as many or more are in flight (every call,
- * with 0) joins the shared connection's batches instead, which Redis reads and
- * answers with one system call each way for many calls. Listed here for
- * redis_shutdown. */
+/* Each thread's own connections, to the primary or to each cluster node, made
+ * on first use (own_node). A call of a large answer (goes_alone) goes there, and a
+ * call made while fewer than rds.pipeline_from others are in flight: its
+ * thread writes and reads for itself, sleeps once, in poll, and wakes nobody.
+ * A call made while as many or more are in flight (every call, with 0) joins
+ * the shared connection's batches instead, which Redis reads and answers with
+ * one system call each way for many calls. Listed here for redis_shutdown. */
 static struct {
     pthread_mutex_t lock; /* over first */
     struct node *first;   /* linked by next_own */
 } owned = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static _Thread_local struct node *thread_own;
+static _Thread_local struct node *thread_own; /* linked by next_mine */
+static _Thread_local int thread_own_count;
 
 /* redis-cluster://: the routing state, and one connection per node commands
  * went to, made on first use and kept until shutdown (a node that stops being
@@ -1082,35 +1084,54 @@ static redisReply *node_command(struct node *n, bool asking, int argc, const cha
     return reply;
 }
 
-/* This thread's own connection to the primary, listed in owned when made. */
-static struct node *own_node(void)
+/* This thread's own connection to at (a cluster node), or to the primary
+ * (NULL), listed in owned when made; NULL past CLUSTER_MAX_NODES of them. */
+static struct node *own_node(const struct redis_endpoint *at)
 {
-    if (thread_own != NULL)
-        return thread_own;
+    for (struct node *n = thread_own; n != NULL; n = n->next_mine)
+        if (at == NULL || cluster_endpoint_equal(&n->at, at))
+            return n;
+    if (thread_own_count == CLUSTER_MAX_NODES)
+        return NULL;
     struct node *n = calloc(1, sizeof *n);
     FG_ASSERT(n != NULL);
     FG_ASSERT(pthread_mutex_init(&n->lock, NULL) == 0);
+    if (at != NULL)
+        n->at = *at;
     pthread_mutex_lock(&owned.lock);
     n->next_own = owned.first;
     owned.first = n;
     pthread_mutex_unlock(&owned.lock);
+    n->next_mine = thread_own;
     thread_own = n;
+    thread_own_count++;
     return n;
 }
 
-/* Runs argv on the primary: on this thread's own connection while fewer than
+/* Whether a call of script (NULL: a plain command) goes on its thread's own
+ * connection whatever is in flight: a script whose answer may be large
+ * (lua_script own_connection), which on the shared connection would hold every
+ * call queued behind it while its bytes go through. */
+static bool goes_alone(const struct lua_script *script)
+{
+    return script != NULL && script->own_connection;
+}
+
+/* Runs argv, a call of script (NULL: a plain command), on the primary: on this
+ * thread's own connection when it goes alone or while fewer than
  * rds.pipeline_from other calls are in flight, else on the shared one (on the
  * new one while the connect hook runs). With pipeline_from 0 nothing is
- * counted: every call shares. */
-static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
-                                  struct fg_error *err)
+ * counted. */
+static redisReply *thread_command(const struct lua_script *script, int argc, const char **argv,
+                                  const size_t *lens, struct fg_error *err)
 {
     if (setting_up != NULL)
         return setup_call(argc, argv, lens, err);
+    bool alone = goes_alone(script);
     if (rds.pipeline_from == 0)
-        return node_command(&shared, false, argc, argv, lens, err);
+        return node_command(alone ? own_node(NULL) : &shared, false, argc, argv, lens, err);
     int others = atomic_fetch_add_explicit(&rds.in_flight, 1, memory_order_relaxed);
-    struct node *n = others < rds.pipeline_from ? own_node() : &shared;
+    struct node *n = alone || others < rds.pipeline_from ? own_node(NULL) : &shared;
     redisReply *reply = node_command(n, false, argc, argv, lens, err);
     atomic_fetch_sub_explicit(&rds.in_flight, 1, memory_order_relaxed);
     return reply;
@@ -1169,12 +1190,12 @@ static redisReply *cluster_send(void *ctx, const struct redis_endpoint *at, unsi
 {
     if (flags & ROUTE_ANY_ROLE)
         return one_off_command(at, argc, argv, lens, err);
-    struct node *n = cluster_node(at, err);
-    if (n == NULL)
+    const struct lua_script *script = ctx;
+    struct node *n = goes_alone(script) ? own_node(at) : NULL;
+    if (n == NULL && (n = cluster_node(at, err)) == NULL)
         return NULL;
     bool asking = (flags & ROUTE_ASKING) != 0;
     redisReply *reply = node_command(n, asking, argc, argv, lens, err);
-    const struct lua_script *script = ctx;
     if (reply == NULL || script == NULL || !function_missing(reply))
         return reply;
     freeReplyObject(reply);
@@ -1205,7 +1226,7 @@ static int cluster_primaries(struct redis_endpoint *out, int cap, struct fg_erro
 static redisReply *keyless_command(int argc, const char **argv, struct fg_error *err)
 {
     if (!rds.url.cluster)
-        return thread_command(argc, argv, NULL, err);
+        return thread_command(NULL, argc, argv, NULL, err);
     struct redis_endpoint primary;
     struct node *n = NULL;
     if (cluster_primaries(&primary, 1, err) < 0 || (n = cluster_node(&primary, err)) == NULL)
@@ -1247,6 +1268,7 @@ void redis_shutdown(void)
     owned.first = NULL;
     pthread_mutex_unlock(&owned.lock);
     thread_own = NULL;
+    thread_own_count = 0;
     pthread_mutex_lock(&cluster.lock);
     for (int i = 0; i < cluster.count; i++) {
         node_close(cluster.nodes[i]);
@@ -1264,16 +1286,18 @@ void redis_shutdown(void)
 
 void redis_thread_done(void)
 {
-    if (thread_own == NULL)
-        return;
-    pthread_mutex_lock(&owned.lock);
-    struct node **at = &owned.first;
-    while (*at != thread_own)
-        at = &(*at)->next_own;
-    *at = thread_own->next_own;
-    pthread_mutex_unlock(&owned.lock);
-    own_free(thread_own);
-    thread_own = NULL;
+    while (thread_own != NULL) {
+        struct node *mine = thread_own;
+        pthread_mutex_lock(&owned.lock);
+        struct node **at = &owned.first;
+        while (*at != mine)
+            at = &(*at)->next_own;
+        *at = mine->next_own;
+        pthread_mutex_unlock(&owned.lock);
+        thread_own = mine->next_mine;
+        own_free(mine);
+    }
+    thread_own_count = 0;
 }
 
 /* True if the error reply says that Redis refuses writes for lack of memory
@@ -1357,8 +1381,8 @@ static size_t put_args(const char **cmd, size_t at, const char *const *args, siz
 static int load_function(struct node *n, const struct lua_script *s, struct fg_error *err)
 {
     const char *cmd[] = {"FUNCTION", "LOAD", s->source};
-    redisReply *reply =
-        n != NULL ? node_command(n, false, 3, cmd, NULL, err) : thread_command(3, cmd, NULL, err);
+    redisReply *reply = n != NULL ? node_command(n, false, 3, cmd, NULL, err)
+                                  : thread_command(NULL, 3, cmd, NULL, err);
     if (reply == NULL)
         return -1;
     int rc = 0;
@@ -1415,7 +1439,7 @@ static redisReply *script_send(const struct lua_script *s, size_t nkeys, const c
         return route_command(cluster.route, slot, cluster_send, (void *)s, (int)argc, cmd, NULL,
                              err);
     }
-    redisReply *reply = thread_command((int)argc, cmd, NULL, err);
+    redisReply *reply = thread_command(s, (int)argc, cmd, NULL, err);
     if (reply == NULL || !function_missing(reply))
         return reply;
     freeReplyObject(reply);
@@ -1423,7 +1447,7 @@ static redisReply *script_send(const struct lua_script *s, size_t nkeys, const c
         fg_not_run(err); /* the call found no function to run, and is not sent again */
         return NULL;
     }
-    return thread_command((int)argc, cmd, NULL, err);
+    return thread_command(s, (int)argc, cmd, NULL, err);
 }
 
 /* Calls script with the first nkeys of keys, argv and the nmore values of
@@ -1516,7 +1540,7 @@ static redisReply *batch_alone(const struct redis_batch_call *c, unsigned slot,
     put_args(cmd, 0, c->args, (size_t)c->argc);
     if (rds.url.cluster)
         return route_command(cluster.route, slot, cluster_send, NULL, c->argc, cmd, NULL, err);
-    return thread_command(c->argc, cmd, NULL, err);
+    return thread_command(NULL, c->argc, cmd, NULL, err);
 }
 
 /* A command's reply (borrowed) as JSON: strings and statuses as strings,

@@ -265,6 +265,8 @@ int fenced_redis_delete(const struct redis_write *w, struct fenced_result *res,
     return run_write(SCRIPT_RW_DELETE, w, argv, NULL, 0, json_true(), res, err);
 }
 
+_Static_assert(RW_GET_LARGE_NARGV == RW_GET_NARGV, "rw_get_large.lua takes rw_get.lua's arguments");
+
 int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
                      struct fg_error *err)
 {
@@ -276,6 +278,11 @@ int fenced_redis_get(const char *key, long long max_fields, long long max_bytes,
     const char *argv[RW_GET_NARGV] = {
         [RW_GET_ARGV_MAX_FIELDS] = fields, [RW_GET_ARGV_MAX_BYTES] = bytes};
     int rc = redis_script(SCRIPT_RW_GET, keys, argv, out, err);
+    if (rc == 0 && json_object_get(*out, "large") != NULL) {
+        json_decref(*out);
+        *out = NULL;
+        rc = redis_script(SCRIPT_RW_GET_LARGE, keys, argv, out, err);
+    }
     free(fence_key);
     return rc;
 }

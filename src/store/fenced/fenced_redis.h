@@ -72,9 +72,11 @@ int fenced_redis_refuse(const struct redis_write *w, struct fenced_result *res,
                         struct fg_error *err) FG_WUR;
 
 /* Reads key and its highest fence: *out gets a new object {type, value | fields
- * | oversize, fence?} as lua/rw_get.lua returns it; a hash of more than
+ * | oversize, fence?} as lua/lib_rw_get.lua answers it; a hash of more than
  * max_fields fields or a string of more than max_bytes bytes is not read
- * (oversize: its size). */
+ * (oversize: its size). Content of more than LARGE_READ_BYTES is read on the
+ * thread's own Redis connection (lua/rw_get_large.lua), after a look on the
+ * shared one (lua/rw_get.lua). */
 int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
                      struct fg_error *err) FG_WUR;
 

@@ -1,0 +1,11 @@
+-- uses: lib_rw_get.lua
+-- SPDX-License-Identifier: Apache-2.0
+-- rw_get_large.lua: rw_get.lua's read of a key whose content rw_get.lua found
+-- large, whatever its size now.
+-- KEYS: lib_rw_get.lua
+-- ARGV: lib_rw_get.lua
+-- flags: no-writes
+--   a read: it runs while Redis is out of memory too
+-- own-connection: its answer carries up to limits.max_value_bytes of a string
+-- Returns lib_rw_get.lua get_answer's JSON, never large.
+return get_answer(nil)
