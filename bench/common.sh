@@ -12,6 +12,14 @@ bench_build() {
   cmake --build "$build" -j "$(nproc)" >/dev/null
 }
 
+# Status 0 when BEFORE and AFTER name two gateway binaries to alternate (the tools then installed), 1
+# when neither is set; exits 2, naming the benchmark $1, when only one is or one is no binary.
+bench_before_after() {
+  [[ -n "${BEFORE:-}" || -n "${AFTER:-}" ]] || return 1
+  [[ -x "${BEFORE:-}" && -x "${AFTER:-}" ]] || { echo "$1: BEFORE and AFTER must both be binaries" >&2; exit 2; }
+  bash scripts/deps.sh bench
+}
+
 # Sets build to $BUILD, a Release build given (another commit's for a before/after comparison, or
 # one build shared by several benchmarks), with the tools installed; or else makes this checkout's
 # (bench_build) into the build the caller named.

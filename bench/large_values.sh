@@ -22,9 +22,7 @@ build="build-bench"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
-if [[ -n "${BEFORE:-}" || -n "${AFTER:-}" ]]; then
-  [[ -x "${BEFORE:-}" && -x "${AFTER:-}" ]] || { echo "bench/large_values.sh: BEFORE and AFTER must both be binaries" >&2; exit 2; }
-  bash scripts/deps.sh bench
+if bench_before_after bench/large_values.sh; then
   sides=("$BEFORE" "$AFTER")
 else
   bench_build_or_given

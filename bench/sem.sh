@@ -39,9 +39,7 @@ build="build-bench-sem"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
-if [[ -n "${BEFORE:-}" || -n "${AFTER:-}" ]]; then
-  [[ -x "${BEFORE:-}" && -x "${AFTER:-}" ]] || { echo "bench/sem.sh: BEFORE and AFTER must both be binaries" >&2; exit 2; }
-  bash scripts/deps.sh bench
+if bench_before_after bench/sem.sh; then
   sides=(before after)
   mkdir -p "$build/before" "$build/after"
   cp "$BEFORE" "$build/before/fencegate" # copied: a rebuild during the run does not change a side
