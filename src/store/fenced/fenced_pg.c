@@ -197,10 +197,7 @@ static int add_fence_column(const struct table_config *t, struct fg_error *err)
     const char *table = json_string_value(json_object_get(json_array_get(rows, 0), "qualified"));
     int rc = 0;
     if (table == NULL) {
-        rc = fg_fail(err, FG_ERR_CONFIG,
-                     "config key 'tables.%s': no table \"%s\" in Postgres (search_path, but for "
-                     "the gateway's own schema fencegate)",
-                     t->name, t->name);
+        rc = fenced_schema_missing(t, err);
     } else {
         char *column = sql_quote_ident(t->fence_column), *sql = NULL;
         FG_ASSERT(

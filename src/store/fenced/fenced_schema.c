@@ -159,15 +159,20 @@ static int check_rows_apart(const struct table_config *t, const json_t *columns,
     return 0;
 }
 
+int fenced_schema_missing(const struct table_config *t, struct fg_error *err)
+{
+    return fg_fail(err, FG_ERR_CONFIG,
+                   "config key 'tables.%s': no table \"%s\" in Postgres (search_path, but for "
+                   "the gateway's own schema fencegate)",
+                   t->name, t->name);
+}
+
 int fenced_schema_load(const struct table_config *t, const json_t *columns,
                        struct table_schema *schema, struct fg_error *err)
 {
     schema->cfg = t;
     if (json_array_size(columns) == 0)
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s': no table \"%s\" in Postgres (search_path, "
-                       "but for the gateway's own schema fencegate)",
-                       t->name, t->name);
+        return fenced_schema_missing(t, err);
     if (check_rows_apart(t, columns, err) != 0)
         return -1;
     schema->partitioned = catalog_flag(json_array_get(columns, 0), "partitioned");

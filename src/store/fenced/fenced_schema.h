@@ -27,4 +27,8 @@
 int fenced_schema_load(const struct table_config *t, const json_t *columns,
                        struct table_schema *schema, struct fg_error *err) FG_WUR;
 
+/* Fails with FG_ERR_CONFIG saying that t's table is in no schema the gateway
+ * looks in (fenced_pg.c TABLE_NAMED); -1. */
+int fenced_schema_missing(const struct table_config *t, struct fg_error *err);
+
 #endif
