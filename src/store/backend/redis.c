@@ -146,12 +146,13 @@ _Static_assert(sizeof REDIS_RUN_ID_PLACEHOLDER == REDIS_RUN_ID_LEN + 1,
 static struct node shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Each thread's own connections, to the primary or to each cluster node, made
- * on first use (own_node). A call of a large answer (goes_alone) goes there, and a
- * call made while fewer than rds.pipeline_from others are in flight: its
- * thread writes and reads for itself, sleeps once, in poll, and wakes nobody.
- * A call made while as many or more are in flight (every call, with 0) joins
- * the shared connection's batches instead, which Redis reads and answers with
- * one system call each way for many calls. Listed here for redis_shutdown. */
+ * on first use (own_node). A call whose answer may be large (goes_alone) goes
+ * there, and a call made while fewer than rds.pipeline_from others are in
+ * flight: its thread writes and reads for itself, sleeps once, in poll, and
+ * wakes nobody. A call made while as many or more are in flight (every call,
+ * with 0) joins the shared connection's batches instead, which Redis reads and
+ * answers with one system call each way for many calls. Listed here for
+ * redis_shutdown. */
 static struct {
     pthread_mutex_t lock; /* over first */
     struct node *first;   /* linked by next_own */
