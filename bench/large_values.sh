@@ -15,9 +15,9 @@ cd "$root"
 
 rounds="${ROUNDS:-2}"
 datadir=".data/bench-large"
-redis_port="${BENCH_REDIS_PORT:-17386}"
-pg_port="${BENCH_PG_PORT:-17439}"
-http_port="${BENCH_HTTP_PORT:-18487}"
+redis_port="${BENCH_REDIS_PORT:-17388}"
+pg_port="${BENCH_PG_PORT:-17447}"
+http_port="${BENCH_HTTP_PORT:-18489}"
 build="build-bench"
 
 # shellcheck source=bench/common.sh
