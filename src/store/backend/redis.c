@@ -159,7 +159,6 @@ static struct {
 } owned = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local struct node *thread_own; /* linked by next_mine */
-static _Thread_local int thread_own_count;
 
 /* redis-cluster://: the routing state, and one connection per node commands
  * went to, made on first use and kept until shutdown (a node that stops being
@@ -1089,10 +1088,11 @@ static redisReply *node_command(struct node *n, bool asking, int argc, const cha
  * (NULL), listed in owned when made; NULL past CLUSTER_MAX_NODES of them. */
 static struct node *own_node(const struct redis_endpoint *at)
 {
-    for (struct node *n = thread_own; n != NULL; n = n->next_mine)
+    int mine = 0;
+    for (struct node *n = thread_own; n != NULL; n = n->next_mine, mine++)
         if (at == NULL || cluster_endpoint_equal(&n->at, at))
             return n;
-    if (thread_own_count == CLUSTER_MAX_NODES)
+    if (mine == CLUSTER_MAX_NODES)
         return NULL;
     struct node *n = calloc(1, sizeof *n);
     FG_ASSERT(n != NULL);
@@ -1105,7 +1105,6 @@ static struct node *own_node(const struct redis_endpoint *at)
     pthread_mutex_unlock(&owned.lock);
     n->next_mine = thread_own;
     thread_own = n;
-    thread_own_count++;
     return n;
 }
 
@@ -1269,7 +1268,6 @@ void redis_shutdown(void)
     owned.first = NULL;
     pthread_mutex_unlock(&owned.lock);
     thread_own = NULL;
-    thread_own_count = 0;
     pthread_mutex_lock(&cluster.lock);
     for (int i = 0; i < cluster.count; i++) {
         node_close(cluster.nodes[i]);
@@ -1298,7 +1296,6 @@ void redis_thread_done(void)
         thread_own = mine->next_mine;
         own_free(mine);
     }
-    thread_own_count = 0;
 }
 
 /* True if the error reply says that Redis refuses writes for lack of memory
