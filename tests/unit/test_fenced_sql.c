@@ -123,8 +123,11 @@ static void default_mode_writes(void **state)
                                 " SET \"customer\" = excluded.\"customer\""));
     assert_null(strstr(sql, "fence_claim_used")); /* an insert or upsert always writes */
     free(sql);
+    /* an existing key fails the insert, and so does a table without the key's unique index */
     sql = fenced_sql_write(&schemas[0], FENCED_POST, some, FENCED_FORM_CLAIM, true, &n);
-    assert_null(strstr(sql, "ON CONFLICT (\"id\")")); /* an existing key fails the insert */
+    assert_non_null(strstr(sql, "OR EXISTS (SELECT 1 FROM f)) ON CONFLICT (\"id\") DO UPDATE SET "
+                                "\"customer\" = t.\"customer\" WHERE fencegate.key_taken($2::text) "
+                                "RETURNING "));
     free(sql);
 }
 

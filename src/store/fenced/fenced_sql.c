@@ -30,7 +30,8 @@
  * and w wrote nothing, fails (fencegate.fence_claim_used, SQLSTATE FGC01),
  * which undoes its claim; the gateway takes that for a write that wrote
  * nothing. Inside a batch, whose opening claimed every fence, the held form
- * is the whole write.
+ * is the whole write. A POST's insert names the key's unique index as its
+ * arbiter (put_key_taken): a key a row has fails it as a unique violation.
  *
  * A table with a fence_column keeps the fence in its own row instead, the
  * classic guarded statement: the write sets the column to the presented fence
@@ -490,6 +491,25 @@ static void put_replace(FILE *out, const struct table_config *t)
     }
 }
 
+/* " ON CONFLICT (<key>) DO UPDATE SET <a column> = t.<a column> WHERE
+ * fencegate.key_taken(...)": an insert of a key that a row has fails as a
+ * unique violation (sql/140_key_taken.sql), and one whose table lost the key's
+ * unique index fails at once instead of inserting the key twice. The column
+ * set is never written: the condition fails first. It is the first listed
+ * one, as a PUT writes (the key where there is none). */
+static void put_key_taken(FILE *out, const struct table_schema *s)
+{
+    const struct table_config *t = s->cfg;
+    const char *column = t->ncolumns > 0 ? t->columns[0] : t->key;
+    fputs(" ON CONFLICT (", out);
+    put_ident(out, t->key);
+    fputs(") DO UPDATE SET ", out);
+    put_ident(out, column);
+    fputs(" = t.", out);
+    put_ident(out, column);
+    fprintf(out, " WHERE fencegate.key_taken($2::%s)", s->key_type);
+}
+
 /* --- the default mode: fences in fencegate.resource_fences ------------------------------ */
 
 /* "WITH c AS (...)": the lock of the resource's fence row where it holds the
@@ -553,6 +573,7 @@ static void put_claimed_dml(FILE *out, const struct table_schema *s, enum fenced
     case FENCED_POST: /* an existing key fails the insert: 409 conflict */
         put_insert_head(out, s, written, false, FENCED_PARAM_COUNT + 1);
         fprintf(out, " WHERE true%s", guard);
+        put_key_taken(out, s);
         break;
     case FENCED_DELETE:
         put_delete_head(out, s);
