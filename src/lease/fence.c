@@ -36,13 +36,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lease/fence_slots.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_request.h"
 #include "store/backend/pg.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
 #include "store/backend/shared_keys.h"
-#include "store/backend/slot_scan.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Fences reserved at a time: one Postgres write per this many grants. */
@@ -299,6 +300,8 @@ static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct
         return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: slot %d moved while it was adopted",
                        slot);
     ceiling_raise(limit);
+    if (slot >= 0)
+        fence_slots_add((unsigned)slot);
     log_event(lost ? LOG_WARN : LOG_DEBUG, lost ? "fences_recovered" : "fences_reserved",
               json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)st.issued, "floor",
                         (json_int_t)floor, "limit", (json_int_t)limit));
@@ -441,8 +444,8 @@ struct slot_sequence {
 
 /* fence_headroom on a cluster (the per-slot layout): the least headroom of
  * the slots whose sequence exists (the slots in use: a slot's sequence is
- * made by the first lease there, found by slot_scan), one read-only script
- * call a slot in use, pipelined per primary. A slot in use that may not issue
+ * made by the first lease there, as fence_slots.h knows them), one read-only
+ * script call a slot in use, pipelined per primary. A slot in use that may not issue
  * (its node restarted or failed over, a recovery pending) counts 0, as the
  * one sequence of a single Redis does; so does a cluster with no slot in use. */
 static int headroom_slots(int64_t *headroom, struct fg_error *err)
@@ -451,7 +454,7 @@ static int headroom_slots(int64_t *headroom, struct fg_error *err)
     struct slot_sequence *seq = malloc(CLUSTER_SLOTS * sizeof *seq);
     struct redis_batch_call *reads = calloc(CLUSTER_SLOTS, sizeof *reads);
     FG_ASSERT(in_use != NULL && seq != NULL && reads != NULL);
-    int rc = slot_scan(KEY_FENCE, in_use, err);
+    int rc = fence_slots_in_use(clock_mono_ms(), in_use, err);
     size_t used = 0;
     for (unsigned s = 0; s < CLUSTER_SLOTS && rc == 0; s++) {
         if (!in_use[s])

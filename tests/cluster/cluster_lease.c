@@ -24,7 +24,8 @@
  * "first_error"}.
  *
  * cluster_lease --headroom <URL>: prints {"headroom"}, what the gateway's
- * fence_headroom (lease/fence.h) reads with the layout the URL calls for.
+ * fence_headroom (lease/fence.h) reads with the layout the URL calls for, and
+ * again for each line read from standard input (as a gateway's scrapes do).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -309,11 +310,15 @@ static int run_headroom(char *url)
     }
     bool cluster = strncmp(url, "redis-cluster://", 16) == 0;
     lease_keys_set_layout(cluster ? LEASE_KEYS_PER_SLOT : LEASE_KEYS_ONE_REDIS);
-    if (fence_headroom(&headroom, &err) != 0) {
-        fprintf(stderr, "cluster_lease: headroom: %s\n", err.msg);
-        return 1;
-    }
-    printf("{\"headroom\": %lld}\n", (long long)headroom);
+    char line[64];
+    do {
+        if (fence_headroom(&headroom, &err) != 0) {
+            fprintf(stderr, "cluster_lease: headroom: %s\n", err.msg);
+            return 1;
+        }
+        printf("{\"headroom\": %lld}\n", (long long)headroom);
+        fflush(stdout);
+    } while (fgets(line, sizeof line, stdin) != NULL);
     redis_shutdown();
     return 0;
 }
