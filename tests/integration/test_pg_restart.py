@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, TcpProxy, http, psql, services, wait_for  # noqa: E402
+from harness import Gateway, TcpProxy, http, psql, run_fencegate, services, wait_for  # noqa: E402
 from pg_helpers import (acquire, config, insert_invoice, open_transaction, quote, unique,  # noqa: E402
                         wait_for_lock_waiter, write)
 
@@ -153,11 +153,27 @@ class AlteredColumnTest(unittest.TestCase):
         "the table renamed": ("ALTER TABLE {t} RENAME TO {n}_away", "ALTER TABLE {t}_away RENAME TO {n}"),
         "the key's unique index dropped": ("ALTER TABLE {t} DROP CONSTRAINT {n}_pkey",
                                            "ALTER TABLE {t} ADD PRIMARY KEY (id)"),
+        "the key's unique index made deferrable": (
+            "ALTER TABLE {t} DROP CONSTRAINT {n}_pkey, ADD PRIMARY KEY (id) DEFERRABLE",
+            "ALTER TABLE {t} DROP CONSTRAINT {n}_pkey, ADD PRIMARY KEY (id)"),
         "a text column made an integer": ("ALTER TABLE {t} ALTER x TYPE integer USING 0",
                                           "ALTER TABLE {t} ALTER x TYPE text"),
         "the key column made a bigint": ("ALTER TABLE {t} ALTER id TYPE bigint", "ALTER TABLE {t} ALTER id TYPE integer"),
         "the key column made text": ("ALTER TABLE {t} ALTER id TYPE text", "ALTER TABLE {t} ALTER id TYPE integer USING id::integer"),
     }
+
+    def test_a_deferrable_key_stops_start_up(self):
+        """A key whose only unique index is DEFERRABLE stops start-up naming it: no PUT or POST could use it as
+        the arbiter of its ON CONFLICT. Before: the gateway started, and every PUT and POST answered 500."""
+        table = unique("deferred").replace("-", "_")
+        psql(f"CREATE TABLE public.{table} (id integer PRIMARY KEY DEFERRABLE, x text)")
+        try:
+            proc = run_fencegate(config={"tables": {table: {"key": "id", "columns": ["x"]}}})
+            self.assertNotEqual(proc.returncode, 0, proc)
+            self.assertIn(f"'tables.{table}.key'", proc.stderr)
+            self.assertIn("is DEFERRABLE", proc.stderr)
+        finally:
+            psql(f"DROP TABLE IF EXISTS public.{table}")
 
     def test_a_table_changed_under_the_gateway_answers_503(self):
         """A table altered while the gateway runs so that its statements name a column, a table or a unique index
@@ -191,7 +207,8 @@ class AlteredColumnTest(unittest.TestCase):
                 calls = [("PATCH", "1", {"set": {"x": "p", "y": 3}}), ("PUT", "1", {"row": {"x": "q", "z": "q"}}),
                          ("POST", None, {"row": {"id": 2, "x": "n"}}),
                          ("BATCH", None, {"ops": [{"op": "put", "table": table, "key": "3", "row": {"x": "b"}}]})]
-                if change == "the key's unique index dropped":  # a write that may insert needs it
+                if change in ("the key's unique index dropped", "the key's unique index made deferrable"):
+                    # a write that may insert needs it, as the arbiter of its ON CONFLICT
                     calls = [call for call in calls if call[0] != "PATCH"]
                     # an insert of a key a row has: without the index, a second row with the key (before)
                     calls += [("POST", None, {"row": {"id": 1, "x": "twice"}}),

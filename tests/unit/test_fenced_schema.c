@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -111,6 +112,15 @@ static void refusals(void **state)
     t.key = "note"; /* not unique */
     refused(&t, NULL, "not a primary key or single-column unique key");
     t.key = "id";
+    /* unique, but only under a DEFERRABLE constraint, which no ON CONFLICT can use */
+    json_t *rows = json_loads(catalog, 0, NULL);
+    assert_non_null(rows);
+    json_object_set_new(json_array_get(rows, 0), "is_unique", json_string("f"));
+    json_object_set_new(json_array_get(rows, 0), "unique_deferrable", json_string("t"));
+    char *deferred = json_dumps(rows, 0);
+    refused(&t, deferred, "is DEFERRABLE, which no INSERT ... ON CONFLICT");
+    free(deferred);
+    json_decref(rows);
     char *bad_columns[] = {"note", "missing"};
     t.columns = bad_columns;
     refused(&t, NULL, "has no column \"missing\"");

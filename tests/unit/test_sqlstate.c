@@ -75,6 +75,10 @@ static void classes(void **state)
     assert_false(sqlstate_plans_stale("0A000", NULL)); /* e.g. a generated column's data */
     assert_false(sqlstate_plans_stale("0A000", "ExecEvalExpr"));
     assert_false(sqlstate_plans_stale("42804", "RevalidateCachedQuery"));
+    assert_true(sqlstate_arbiter_unusable("55000", "ExecCheckIndexConstraints")); /* DEFERRABLE */
+    assert_false(sqlstate_arbiter_unusable("55000", NULL));
+    assert_false(sqlstate_arbiter_unusable("55000", "nextval_internal"));
+    assert_false(sqlstate_arbiter_unusable("0A000", "ExecCheckIndexConstraints"));
     assert_true(sqlstate_deadlock("40P01"));
     assert_false(sqlstate_deadlock("40001"));
     assert_false(sqlstate_deadlock(""));

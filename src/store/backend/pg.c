@@ -249,14 +249,16 @@ bool pg_last_plans_stale(const struct pg_conn *c)
 static bool note_failure(struct pg_conn *c, const PGresult *res, struct fg_error *err)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *function = res ? PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION) : NULL;
     snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
-    c->plans_stale = sqlstate_plans_stale(
-        c->sqlstate, res ? PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION) : NULL);
+    c->plans_stale = sqlstate_plans_stale(c->sqlstate, function);
     bool lost =
         PQstatus(c->pq) != CONNECTION_OK || sqlstate_read_only(c->sqlstate) || c->plans_stale;
+    enum fg_code code = sqlstate_arbiter_unusable(c->sqlstate, function)
+                            ? FG_ERR_BACKEND_UNAVAILABLE
+                            : sqlstate_code(c->sqlstate, lost);
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    fg_fail(err, sqlstate_code(c->sqlstate, lost), "postgres: %s",
-            msg ? msg : PQerrorMessage(c->pq));
+    fg_fail(err, code, "postgres: %s", msg ? msg : PQerrorMessage(c->pq));
     return lost;
 }
 

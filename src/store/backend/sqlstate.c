@@ -96,6 +96,12 @@ bool sqlstate_plans_stale(const char *state, const char *source_function)
            strcmp(source_function, "RevalidateCachedQuery") == 0;
 }
 
+bool sqlstate_arbiter_unusable(const char *state, const char *source_function)
+{
+    return matches(state, "55000") && source_function != NULL &&
+           strcmp(source_function, "ExecCheckIndexConstraints") == 0;
+}
+
 bool sqlstate_session_ended(const char *state)
 {
     return matches(state, "57P01") || matches(state, "57P02") || matches(state, "57P03");

@@ -58,4 +58,11 @@ bool sqlstate_session_ended(const char *state);
  * statement again on a new one is safe: it wrote nothing. */
 bool sqlstate_plans_stale(const char *state, const char *source_function);
 
+/* What Postgres answers an ON CONFLICT (key) whose key's unique index was made
+ * DEFERRABLE since the gateway read the catalogue (which no arbiter may be):
+ * 55000 raised as the insert runs, by ExecCheckIndexConstraints. The table
+ * changed under the gateway, as with 42P10: FG_ERR_BACKEND_UNAVAILABLE, where
+ * another 55000 is a fault (FG_ERR_INTERNAL). */
+bool sqlstate_arbiter_unusable(const char *state, const char *source_function);
+
 #endif

@@ -185,6 +185,12 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
         return fg_fail(err, FG_ERR_CONFIG,
                        "config key 'tables.%s.key': table \"%s\" has no column \"%s\"", t->name,
                        t->name, t->key);
+    if (!catalog_flag(key, "is_unique") && catalog_flag(key, "unique_deferrable"))
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.key': the unique key of column \"%s\" is DEFERRABLE, "
+                       "which no INSERT ... ON CONFLICT (a PUT's, a POST's) can use: make it NOT "
+                       "DEFERRABLE",
+                       t->name, t->key);
     if (!catalog_flag(key, "is_unique"))
         return fg_fail(err, FG_ERR_CONFIG,
                        "config key 'tables.%s.key': column \"%s\" is not a primary key or "
