@@ -162,18 +162,32 @@ class AlteredColumnTest(unittest.TestCase):
         "the key column made text": ("ALTER TABLE {t} ALTER id TYPE text", "ALTER TABLE {t} ALTER id TYPE integer USING id::integer"),
     }
 
-    def test_a_deferrable_key_stops_start_up(self):
+    def test_a_key_no_insert_can_take_as_arbiter_stops_start_up(self):
         """A key whose only unique index is DEFERRABLE stops start-up naming it: no PUT or POST could use it as
-        the arbiter of its ON CONFLICT. Before: the gateway started, and every PUT and POST answered 500."""
+        the arbiter of its ON CONFLICT (before: the gateway started, and every PUT and POST answered 500). So
+        does one whose only unique index is invalid, as a failed CREATE UNIQUE INDEX CONCURRENTLY leaves it:
+        it enforces nothing (before: the gateway started, and every PUT and POST answered 503)."""
         table = unique("deferred").replace("-", "_")
-        psql(f"CREATE TABLE public.{table} (id integer PRIMARY KEY DEFERRABLE, x text)")
-        try:
-            proc = run_fencegate(config={"tables": {table: {"key": "id", "columns": ["x"]}}})
-            self.assertNotEqual(proc.returncode, 0, proc)
-            self.assertIn(f"'tables.{table}.key'", proc.stderr)
-            self.assertIn("is DEFERRABLE", proc.stderr)
-        finally:
-            psql(f"DROP TABLE IF EXISTS public.{table}")
+        tables = {
+            "is DEFERRABLE": f"CREATE TABLE public.{table} (id integer PRIMARY KEY DEFERRABLE, x text)",
+            "is not a primary key or single-column unique key":
+                f"CREATE TABLE public.{table} (id integer, x text); INSERT INTO public.{table} VALUES (1, 'a'), (1, 'b')",
+        }
+        for words, create in tables.items():
+            with self.subTest(words=words):
+                psql(create)
+                try:
+                    if "DEFERRABLE" not in create:  # fails on the duplicate, leaving the index invalid
+                        with self.assertRaises(Exception):
+                            psql(f"CREATE UNIQUE INDEX CONCURRENTLY {table}_id ON public.{table} (id)")
+                        self.assertEqual(psql(f"SELECT indisvalid FROM pg_index WHERE indexrelid = "
+                                              f"'public.{table}_id'::regclass"), ["f"])
+                    proc = run_fencegate(config={"tables": {table: {"key": "id", "columns": ["x"]}}})
+                    self.assertNotEqual(proc.returncode, 0, proc)
+                    self.assertIn(f"'tables.{table}.key'", proc.stderr)
+                    self.assertIn(words, proc.stderr)
+                finally:
+                    psql(f"DROP TABLE IF EXISTS public.{table}")
 
     def test_a_table_changed_under_the_gateway_answers_503(self):
         """A table altered while the gateway runs so that its statements name a column, a table or a unique index

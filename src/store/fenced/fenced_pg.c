@@ -95,13 +95,14 @@ static const char catalog_sql[] =
     " a.atttypid IN ('json'::regtype, 'jsonb'::regtype) AS is_json,"
     " a.attgenerated <> '' OR a.attidentity = 'a' AS read_only,"
     /* a unique index on the column alone that an ON CONFLICT (key) can take as its
-     * arbiter: checked at once, not DEFERRABLE (unique_deferrable: only such ones) */
+     * arbiter: valid (not left by a failed CREATE INDEX CONCURRENTLY, which enforces
+     * nothing) and checked at once, not DEFERRABLE (unique_deferrable: only such ones) */
     " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
     " AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum AND i.indpred IS NULL"
-    " AND i.indexprs IS NULL AND i.indimmediate) AS is_unique,"
+    " AND i.indexprs IS NULL AND i.indisvalid AND i.indimmediate) AS is_unique,"
     " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
     " AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum AND i.indpred IS NULL"
-    " AND i.indexprs IS NULL AND NOT i.indimmediate) AS unique_deferrable,"
+    " AND i.indexprs IS NULL AND i.indisvalid AND NOT i.indimmediate) AS unique_deferrable,"
     " (SELECT b.typname FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
     " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS base_type,"
     " (SELECT b.typnamespace = 'pg_catalog'::regnamespace FROM pg_type d JOIN pg_type b"
