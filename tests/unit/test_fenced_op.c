@@ -96,6 +96,35 @@ static void put_and_post_keys(void **state)
     fenced_op_free(&op);
 }
 
+/* A table that makes its key itself (an identity ALWAYS, a generated column):
+ * no PUT or POST, alone or in a batch, names a row of it; PATCH and DELETE do. */
+static void a_key_the_table_makes(void **state)
+{
+    (void)state;
+    struct fenced_op op;
+    struct fg_error err = {0};
+    schemas[0].key_generated = true;
+    assert_int_equal(single(FENCED_POST, NULL, "{\"row\": {\"id\": \"9\"}}", &op, &err),
+                     FG_ERR_INVALID_FIELD);
+    assert_non_null(strstr(err.msg, "makes its key column \"id\" itself"));
+    assert_null(strstr(err.msg, "field"));
+    fenced_op_free(&op);
+    assert_int_equal(single(FENCED_PUT, "7", "{\"row\": {\"note\": \"n\"}}", &op, &err),
+                     FG_ERR_INVALID_FIELD);
+    fenced_op_free(&op);
+    assert_int_equal(single(FENCED_PATCH, "7", "{\"set\": {\"note\": \"n\"}}", &op, &err), 0);
+    fenced_op_free(&op);
+    struct fenced_batch b;
+    json_t *json = parse("{\"ops\": [{\"op\": \"delete\", \"table\": \"invoices\", \"key\": 2},"
+                         " {\"op\": \"put\", \"table\": \"invoices\", \"key\": \"3\","
+                         " \"row\": {}}]}");
+    assert_int_equal(fenced_batch_parse(schemas, 2, json, &b, &err), -1);
+    assert_non_null(strstr(err.msg, "field 'ops[1]': table 'invoices' makes its key column"));
+    fenced_batch_free(&b);
+    json_decref(json);
+    schemas[0].key_generated = false;
+}
+
 static int batch(const char *body, struct fenced_batch *b, struct fg_error *err)
 {
     json_t *json = parse(body);
@@ -185,6 +214,7 @@ int main(void)
         cmocka_unit_test(patch_reads_columns_as_text),
         cmocka_unit_test(refuses_unknown_and_key_columns),
         cmocka_unit_test(put_and_post_keys),
+        cmocka_unit_test(a_key_the_table_makes),
         cmocka_unit_test(batch_operations),
         cmocka_unit_test(value_texts),
     };

@@ -27,6 +27,8 @@ static const struct {
     {"42703", FG_ERR_BACKEND_UNAVAILABLE}, /* undefined column: a listed column, the key */
     {"42P01", FG_ERR_BACKEND_UNAVAILABLE}, /* undefined table: dropped or renamed */
     {"42P10", FG_ERR_BACKEND_UNAVAILABLE}, /* ON CONFLICT finds no unique index on the key */
+    {"428C9", FG_ERR_BACKEND_UNAVAILABLE}, /* a written column (the key) made generated or an
+                                              identity ALWAYS: the table makes its values */
     {"42804", FG_ERR_BACKEND_UNAVAILABLE}, /* datatype mismatch: a column's new type takes no
                                               value of the type read at start-up */
     {"42883", FG_ERR_BACKEND_UNAVAILABLE}, /* undefined function or operator: the key's new

@@ -17,7 +17,8 @@
  * read-only server are FG_ERR_BACKEND_UNAVAILABLE (as is any state when
  * connection_lost), and so are a column, table or unique index that is no
  * longer there, a column whose type no longer takes the gateway's values and
- * a key whose type no longer compares with them (42703, 42P01, 42P10, 42804,
+ * a key whose type no longer compares with them, a written column the table
+ * now makes itself (42703, 42P01, 42P10, 428C9, 42804,
  * 42883: a table altered under the gateway since it read the catalogue at
  * start-up, which no request of a client can cause);
  * a unique violation FG_ERR_CONFLICT, other data and integrity errors

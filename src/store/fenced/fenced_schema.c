@@ -185,6 +185,7 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
         return fg_fail(err, FG_ERR_CONFIG,
                        "config key 'tables.%s.key': table \"%s\" has no column \"%s\"", t->name,
                        t->name, t->key);
+    schema->key_generated = catalog_flag(key, "read_only");
     if (!catalog_flag(key, "is_unique") && catalog_flag(key, "unique_deferrable"))
         return fg_fail(err, FG_ERR_CONFIG,
                        "config key 'tables.%s.key': the unique key of column \"%s\" is DEFERRABLE, "
@@ -196,6 +197,7 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
                        "config key 'tables.%s.key': column \"%s\" is not a primary key or "
                        "single-column unique key",
                        t->name, t->key);
+    schema->key_generated = catalog_flag(key, "read_only");
     const char *base = json_string_value(json_object_get(key, "base_type"));
     const struct key_column_type key_type = {base ? base : "", catalog_flag(key, "base_builtin"),
                                              catalog_flag(key, "base_enum"),

@@ -95,6 +95,7 @@ struct table_schema {
     enum key_identity key_identity; /* how its key's text names a resource */
     struct key_shape key_shape;     /* how the gateway reads the key's text */
     bool partitioned;               /* a partitioned table: its rows are its partitions' */
+    bool key_generated;             /* the table makes its key (identity ALWAYS, generated) */
 };
 
 /* Frees what schema owns (not cfg) and zeroes it. */
