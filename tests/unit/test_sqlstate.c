@@ -14,44 +14,51 @@
 static void codes(void **state)
 {
     (void)state;
-    assert_int_equal(sqlstate_code("08006", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("57P01", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("57014", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("53300", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("58030", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("55P03", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("55000", false), FG_ERR_INTERNAL);
-    assert_int_equal(sqlstate_code("40P01", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("40001", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("25006", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("23505", false), FG_ERR_CONFLICT);
-    assert_int_equal(sqlstate_code("23502", false), FG_ERR_INVALID_FIELD);
-    assert_int_equal(sqlstate_code("22P02", false), FG_ERR_INVALID_FIELD);
-    assert_int_equal(sqlstate_code("0A000", false), FG_ERR_INVALID_FIELD);
-    assert_int_equal(sqlstate_code("0A000", true), FG_ERR_BACKEND_UNAVAILABLE); /* stale plans */
-    assert_int_equal(sqlstate_code("P0001", false), FG_ERR_INVALID_FIELD);
-    assert_int_equal(sqlstate_code("P0004", false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("08006", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("57P01", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("57014", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("53300", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("58030", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("55P03", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("55000", NULL, false), FG_ERR_INTERNAL);
+    /* the key's unique index made DEFERRABLE: the table changed, not the gateway's fault */
+    assert_int_equal(sqlstate_code("55000", "ExecCheckIndexConstraints", false),
+                     FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("55000", "nextval_internal", false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("0A000", "ExecCheckIndexConstraints", false),
+                     FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("40P01", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("40001", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("25006", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("23505", NULL, false), FG_ERR_CONFLICT);
+    assert_int_equal(sqlstate_code("23502", NULL, false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("22P02", NULL, false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("0A000", NULL, false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("0A000", NULL, true),
+                     FG_ERR_BACKEND_UNAVAILABLE); /* stale plans */
+    assert_int_equal(sqlstate_code("P0001", NULL, false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("P0004", NULL, false), FG_ERR_INVALID_FIELD);
     /* the table moved a write onto another key (fencegate.key_moved); the gateway's own
      * other states are no verdict on the client's values */
-    assert_int_equal(sqlstate_code("FGM01", false), FG_ERR_INVALID_FIELD);
-    assert_int_equal(sqlstate_code("FGK01", false), FG_ERR_INTERNAL);
-    assert_int_equal(sqlstate_code("42501", false), FG_ERR_FORBIDDEN);
+    assert_int_equal(sqlstate_code("FGM01", NULL, false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("FGK01", NULL, false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("42501", NULL, false), FG_ERR_FORBIDDEN);
     /* a table altered under the gateway (a column or the table gone, its key's unique index
      * dropped, a column's or the key's type changed): unavailable, not a bug; a syntax error
      * or an indeterminate parameter type would be one */
-    assert_int_equal(sqlstate_code("42703", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("42P01", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("42P10", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("42804", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("42883", false), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("42601", false), FG_ERR_INTERNAL);
-    assert_int_equal(sqlstate_code("42P18", false), FG_ERR_INTERNAL);
-    assert_int_equal(sqlstate_code("40000", false), FG_ERR_INTERNAL);
-    assert_int_equal(sqlstate_code("25001", false), FG_ERR_INTERNAL);
-    assert_int_equal(sqlstate_code("", false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("42703", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("42P01", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("42P10", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("42804", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("42883", NULL, false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("42601", NULL, false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("42P18", NULL, false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("40000", NULL, false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("25001", NULL, false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("", NULL, false), FG_ERR_INTERNAL);
     /* a lost connection is unavailable whatever the state says */
-    assert_int_equal(sqlstate_code("23505", true), FG_ERR_BACKEND_UNAVAILABLE);
-    assert_int_equal(sqlstate_code("", true), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("23505", NULL, true), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("", NULL, true), FG_ERR_BACKEND_UNAVAILABLE);
 }
 
 static void classes(void **state)
@@ -75,10 +82,6 @@ static void classes(void **state)
     assert_false(sqlstate_plans_stale("0A000", NULL)); /* e.g. a generated column's data */
     assert_false(sqlstate_plans_stale("0A000", "ExecEvalExpr"));
     assert_false(sqlstate_plans_stale("42804", "RevalidateCachedQuery"));
-    assert_true(sqlstate_arbiter_unusable("55000", "ExecCheckIndexConstraints")); /* DEFERRABLE */
-    assert_false(sqlstate_arbiter_unusable("55000", NULL));
-    assert_false(sqlstate_arbiter_unusable("55000", "nextval_internal"));
-    assert_false(sqlstate_arbiter_unusable("0A000", "ExecCheckIndexConstraints"));
     assert_true(sqlstate_deadlock("40P01"));
     assert_false(sqlstate_deadlock("40001"));
     assert_false(sqlstate_deadlock(""));

@@ -254,11 +254,9 @@ static bool note_failure(struct pg_conn *c, const PGresult *res, struct fg_error
     c->plans_stale = sqlstate_plans_stale(c->sqlstate, function);
     bool lost =
         PQstatus(c->pq) != CONNECTION_OK || sqlstate_read_only(c->sqlstate) || c->plans_stale;
-    enum fg_code code = sqlstate_arbiter_unusable(c->sqlstate, function)
-                            ? FG_ERR_BACKEND_UNAVAILABLE
-                            : sqlstate_code(c->sqlstate, lost);
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    fg_fail(err, code, "postgres: %s", msg ? msg : PQerrorMessage(c->pq));
+    fg_fail(err, sqlstate_code(c->sqlstate, function, lost), "postgres: %s",
+            msg ? msg : PQerrorMessage(c->pq));
     return lost;
 }
 

@@ -45,6 +45,18 @@ static const struct {
     {"42501", FG_ERR_FORBIDDEN}, /* the role may not: a privilege, a row security policy */
 };
 
+/* States told apart by the function of Postgres's that raised them (the
+ * error's untranslated source field), looked at before states. */
+static const struct {
+    const char *state;    /* a whole SQLSTATE */
+    const char *function; /* where Postgres raised it */
+    enum fg_code code;
+} raised_by[] = {
+    /* the key's unique index made DEFERRABLE, which no ON CONFLICT takes as its arbiter (another
+       55000 is a fault of the gateway's) */
+    {"55000", "ExecCheckIndexConstraints", FG_ERR_BACKEND_UNAVAILABLE},
+};
+
 /* True if state is pattern, or of class pattern (two characters). */
 static bool matches(const char *state, const char *pattern)
 {
@@ -52,10 +64,14 @@ static bool matches(const char *state, const char *pattern)
     return n == 2 ? strncmp(state, pattern, 2) == 0 : strcmp(state, pattern) == 0;
 }
 
-enum fg_code sqlstate_code(const char *state, bool connection_lost)
+enum fg_code sqlstate_code(const char *state, const char *source_function, bool connection_lost)
 {
     if (connection_lost)
         return FG_ERR_BACKEND_UNAVAILABLE;
+    for (size_t i = 0; i < sizeof raised_by / sizeof raised_by[0] && source_function != NULL; i++)
+        if (strcmp(state, raised_by[i].state) == 0 &&
+            strcmp(source_function, raised_by[i].function) == 0)
+            return raised_by[i].code;
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
         if (matches(state, states[i].state))
             return states[i].code;
@@ -96,12 +112,6 @@ bool sqlstate_plans_stale(const char *state, const char *source_function)
 {
     return matches(state, "0A000") && source_function != NULL &&
            strcmp(source_function, "RevalidateCachedQuery") == 0;
-}
-
-bool sqlstate_arbiter_unusable(const char *state, const char *source_function)
-{
-    return matches(state, "55000") && source_function != NULL &&
-           strcmp(source_function, "ExecCheckIndexConstraints") == 0;
 }
 
 bool sqlstate_session_ended(const char *state)

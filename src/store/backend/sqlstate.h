@@ -18,12 +18,15 @@
  * connection_lost), and so are a column, table or unique index that is no
  * longer there, a column whose type no longer takes the gateway's values and
  * a key whose type no longer compares with them, a written column the table
- * now makes itself (42703, 42P01, 42P10, 428C9, 42804,
- * 42883: a table altered under the gateway since it read the catalogue at
- * start-up, which no request of a client can cause);
+ * now makes itself and a key's unique index made DEFERRABLE (42703, 42P01,
+ * 42P10, 428C9, 42804, 42883, 55000 from ExecCheckIndexConstraints: a table
+ * altered under the gateway since it read the catalogue at start-up, which no
+ * request of a client can cause);
  * a unique violation FG_ERR_CONFLICT, other data and integrity errors
- * FG_ERR_INVALID_FIELD, the rest FG_ERR_INTERNAL. */
-enum fg_code sqlstate_code(const char *state, bool connection_lost);
+ * FG_ERR_INVALID_FIELD, the rest FG_ERR_INTERNAL. source_function is the
+ * error's untranslated source field (NULL when absent), which tells apart the
+ * causes of one state. */
+enum fg_code sqlstate_code(const char *state, const char *source_function, bool connection_lost);
 
 /* 25006: the server is no writable primary (a demoted primary or a standby). */
 bool sqlstate_read_only(const char *state);
@@ -58,12 +61,5 @@ bool sqlstate_session_ended(const char *state);
  * session is dropped, its prepared statements with it, and running the
  * statement again on a new one is safe: it wrote nothing. */
 bool sqlstate_plans_stale(const char *state, const char *source_function);
-
-/* What Postgres answers an ON CONFLICT (key) whose key's unique index was made
- * DEFERRABLE since the gateway read the catalogue (which no arbiter may be):
- * 55000 raised as the insert runs, by ExecCheckIndexConstraints. The table
- * changed under the gateway, as with 42P10: FG_ERR_BACKEND_UNAVAILABLE, where
- * another 55000 is a fault (FG_ERR_INTERNAL). */
-bool sqlstate_arbiter_unusable(const char *state, const char *source_function);
 
 #endif
