@@ -43,7 +43,6 @@
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
 #include "store/backend/shared_keys.h"
-#include "util/clock.h"
 #include "util/log.h"
 
 /* Fences reserved at a time: one Postgres write per this many grants. */
@@ -454,7 +453,7 @@ static int headroom_slots(int64_t *headroom, struct fg_error *err)
     struct slot_sequence *seq = malloc(CLUSTER_SLOTS * sizeof *seq);
     struct redis_batch_call *reads = calloc(CLUSTER_SLOTS, sizeof *reads);
     FG_ASSERT(in_use != NULL && seq != NULL && reads != NULL);
-    int rc = fence_slots_in_use(clock_mono_ms(), in_use, err);
+    int rc = fence_slots_in_use(in_use, err);
     size_t used = 0;
     for (unsigned s = 0; s < CLUSTER_SLOTS && rc == 0; s++) {
         if (!in_use[s])

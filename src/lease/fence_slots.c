@@ -8,10 +8,12 @@
 #include "lease/fence_slots.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "store/backend/redis_keys.h"
 #include "store/backend/slot_scan.h"
+#include "util/clock.h"
 
 static struct {
     pthread_mutex_t lock;
@@ -49,8 +51,9 @@ static void scan_keep(int64_t began_ms, const bool *found)
     pthread_mutex_unlock(&known.lock);
 }
 
-int fence_slots_in_use(int64_t now_ms, bool in_use[CLUSTER_SLOTS], struct fg_error *err)
+int fence_slots_in_use(bool in_use[CLUSTER_SLOTS], struct fg_error *err)
 {
+    int64_t now_ms = clock_mono_ms();
     if (scan_begin(now_ms)) {
         if (slot_scan(KEY_FENCE, in_use, err) != 0)
             return -1;

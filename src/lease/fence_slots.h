@@ -12,7 +12,6 @@
 #define FG_FENCE_SLOTS_H
 
 #include <stdbool.h>
-#include <stdint.h>
 
 #include "store/backend/key_slot.h"
 #include "util/error.h"
@@ -20,11 +19,10 @@
 /* How old the last full scan may be before the next call scans again. */
 #define FENCE_SLOTS_RESCAN_MS 60000
 
-/* Sets in_use[s] (CLUSTER_SLOTS entries) for every slot known in use at
- * now_ms (clock_mono_ms), scanning first where the last scan is older than
- * FENCE_SLOTS_RESCAN_MS or found none. 0, or -1 with err when the scan
- * failed (what was known stays). */
-int fence_slots_in_use(int64_t now_ms, bool in_use[CLUSTER_SLOTS], struct fg_error *err) FG_WUR;
+/* Sets in_use[s] (CLUSTER_SLOTS entries) for every slot known in use,
+ * scanning first where the last scan is older than FENCE_SLOTS_RESCAN_MS or
+ * found none. 0, or -1 with err when the scan failed (what was known stays). */
+int fence_slots_in_use(bool in_use[CLUSTER_SLOTS], struct fg_error *err) FG_WUR;
 
 /* Notes slot in use: this gateway raised its sequence. */
 void fence_slots_add(unsigned slot);

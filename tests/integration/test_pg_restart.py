@@ -214,7 +214,7 @@ class AlteredColumnTest(unittest.TestCase):
                             self.assertEqual((r.status, r.body.get("type")), (400, "/problems/invalid_field"),
                                              f"{method}: {r}")
                             self.assertIn(f"table '{table}' makes its key column \"id\" itself", r.body["detail"])
-                        self.assertIn("field 'ops[0]': ", r.body["detail"])
+                        self.assertIn("field 'ops[0].row': ", r.body["detail"])
                         self.assertEqual(psql(f"SELECT id || x FROM public.{table}"), ["1a"], "nothing written")
                         r = write(c, "PATCH", table, "1", {"set": {"x": "p"}}, token)
                         self.assertEqual((r.status, r.body["row"]), (200, {"id": 1, "x": "p"}), r)

@@ -169,19 +169,6 @@ static int read_columns(const struct table_schema *s, const json_t *body, const 
     return 0;
 }
 
-/* The refusal of a PUT or POST (where: "", or a batch op's "ops[3].") to s's
- * table, which makes its key itself: the row it would write cannot be named. */
-static int key_made_by_table(const struct table_schema *s, const char *where, struct fg_error *err)
-{
-    int op = (int)strlen(where);
-    return fg_fail(err, FG_ERR_INVALID_FIELD,
-                   "%s%.*s%stable '%s' makes its key column \"%s\" itself (an identity or "
-                   "generated column), so no PUT or POST can write a row of it; PATCH and DELETE "
-                   "can",
-                   op > 0 ? "field '" : "", op > 0 ? op - 1 : 0, where, op > 0 ? "': " : "",
-                   s->cfg->name, s->cfg->key);
-}
-
 /* Fills op from body (or a batch op object), whose key is key (NULL: inside the
  * row); the key is kept in its canonical text (key_text.h). */
 static int parse_op(const struct table_schema *schemas, size_t table, enum fenced_kind kind,
@@ -200,8 +187,14 @@ static int parse_op(const struct table_schema *schemas, size_t table, enum fence
     snprintf(field, sizeof field, "%s%s", where, where[0] != '\0' ? "key" : s->cfg->key);
     if (key != NULL && key_canonical(&s->key_shape, key, field, &op->key, err) != 0)
         return -1;
-    if (s->key_generated && !fenced_kind_needs_row(kind))
-        return key_made_by_table(s, where, err);
+    if (s->key_generated && !fenced_kind_needs_row(kind)) { /* the row cannot be named */
+        snprintf(field, sizeof field, "%s%s", where, kinds[kind].columns);
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "field '%s': table '%s' makes its key column \"%s\" itself (an identity or "
+                       "generated column), so no PUT or POST can write a row of it; PATCH and "
+                       "DELETE can",
+                       field, s->cfg->name, s->cfg->key);
+    }
     if (kinds[kind].columns == NULL)
         return 0;
     return read_columns(s, body, kinds[kind].columns, where, op, err);
