@@ -3,21 +3,21 @@
  * pg.c - the libpq connection pool, statement execution and migrations.
  *
  * The pool is a fixed array guarded by one mutex; a caller waits on a condition
- * variable for at most the request deadline. A connection is (re)made when taken
- * if it is missing, broken, or was closed by the server while it rested (a peek
- * at its socket, util/sock.h: no round trip), and its prepared statements are forgotten
- * with it and prepared again on the new one. With a multi-host DSN and
- * target_session_attrs=read-write, libpq picks the primary at each connect, so a
- * promoted standby takes over without a restart; a connection that finds itself
- * read-only (SQLSTATE 25006) is dropped like a lost one.
- * Every statement waits for its answer for at most a deadline of its own
- * (statement_timeout_ms + request_timeout_ms): a Postgres that is frozen
- * (SIGSTOP, a hung host whose kernel still acknowledges) cannot hold a caller
- * longer, since statement_timeout needs a live server. The connection is then
- * dropped. Each session is named after the trace id of the request it serves
- * (application_name "fencegate/<trace id>", util/traceparent.h). Migrations are the files of sql/
- * (compiled in), applied in name order inside one transaction that holds an advisory lock, so that
- * two gateways starting together apply each exactly once.
+ * variable for at most the request deadline. A caller takes a slot holding a
+ * connection before an empty one, so the pool grows only while all are taken; one
+ * that cannot grow (pg_acquire) waits for a connection given back instead. A
+ * connection is (re)made when taken if it is missing, broken, or was closed by the
+ * server while it rested (a peek at its socket, util/sock.h: no round trip), and its
+ * prepared statements are forgotten with it and prepared again on the new one. With a multi-host
+ * DSN and target_session_attrs=read-write, libpq picks the primary at each connect, so a promoted
+ * standby takes over without a restart; a connection that finds itself read-only (SQLSTATE 25006)
+ * is dropped like a lost one. Every statement waits for its answer for at most a deadline of its
+ * own (statement_timeout_ms + request_timeout_ms): a Postgres that is frozen (SIGSTOP, a hung host
+ * whose kernel still acknowledges) cannot hold a caller longer, since statement_timeout needs a
+ * live server. The connection is then dropped. Each session is named after the trace id of the
+ * request it serves (application_name "fencegate/<trace id>", util/traceparent.h). Migrations are
+ * the files of sql/ (compiled in), applied in name order inside one transaction that holds an
+ * advisory lock, so that two gateways starting together apply each exactly once.
  */
 #include "store/backend/pg.h"
 
@@ -175,42 +175,89 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
     return 0;
 }
 
-struct pg_conn *pg_acquire(struct fg_error *err)
+/* The free slot a caller takes, under pool.lock: one that holds a connection
+ * before an empty one, so that the pool grows only while every connection is
+ * taken; an empty one only when may_open. NULL when there is none. */
+static struct pg_conn *free_slot(bool may_open)
 {
-    struct timespec deadline = clock_mono_at(clock_mono_ms() + pool.cfg->request_timeout_ms);
+    struct pg_conn *empty = NULL;
+    for (size_t i = 0; i < pool.size; i++) {
+        struct pg_conn *c = &pool.conns[i];
+        if (c->in_use)
+            continue;
+        if (c->pq != NULL)
+            return c;
+        if (empty == NULL && may_open)
+            empty = c;
+    }
+    return empty;
+}
+
+/* Takes a free slot, waiting for one until deadline; NULL in time. After a
+ * connection could not be added (may_open false) it waits only while some
+ * other caller holds a slot it will give back. */
+static struct pg_conn *take_slot(bool may_open, const struct timespec *deadline)
+{
     struct pg_conn *c = NULL;
     pthread_mutex_lock(&pool.lock);
-    while (c == NULL) {
-        for (size_t i = 0; i < pool.size && c == NULL; i++)
-            if (!pool.conns[i].in_use)
-                c = &pool.conns[i];
-        if (c == NULL) {
-            pool.waiting++;
-            int rc = pthread_cond_clockwait(&pool.freed, &pool.lock, CLOCK_MONOTONIC, &deadline);
-            pool.waiting--;
-            if (rc == ETIMEDOUT)
-                break;
-        }
+    while ((c = free_slot(may_open)) == NULL && (may_open || pool.in_use > 0)) {
+        pool.waiting++;
+        int rc = pthread_cond_clockwait(&pool.freed, &pool.lock, CLOCK_MONOTONIC, deadline);
+        pool.waiting--;
+        if (rc == ETIMEDOUT)
+            break;
     }
     if (c != NULL) {
         c->in_use = true;
         pool.in_use++;
     }
     pthread_mutex_unlock(&pool.lock);
+    return c;
+}
+
+/* Makes c ready to serve: a connection that died while it rested is dropped;
+ * an empty slot is connected when may_open, and fails c otherwise. */
+static int ready_slot(struct pg_conn *c, bool may_open, struct fg_error *err)
+{
+    if (c->pq != NULL && (PQstatus(c->pq) != CONNECTION_OK ||
+                          sock_broken_after_idle(PQsocket(c->pq), c->last_used_ms)))
+        disconnect(c);
+    if (c->pq != NULL)
+        return 0;
+    return may_open ? connect_conn(c, err) : -1;
+}
+
+static struct pg_conn *serving(struct pg_conn *c)
+{
+    c->sqlstate[0] = '\0';
+    c->plans_stale = false;
+    return c;
+}
+
+/* A connection that could not be added while the others were taken (the
+ * server at its max_connections or the role at its CONNECTION LIMIT, a host
+ * too loaded to answer within pg_connect_timeout_ms) leaves its caller waiting
+ * for one of those others until the request deadline, the failure kept for
+ * the answer should none come; a connection found dead while it rested fails
+ * its caller at once, since the others are likely gone with it. */
+struct pg_conn *pg_acquire(struct fg_error *err)
+{
+    struct timespec deadline = clock_mono_at(clock_mono_ms() + pool.cfg->request_timeout_ms);
+    struct pg_conn *c = take_slot(true, &deadline);
     if (c == NULL) {
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no free connection in time");
         return NULL;
     }
-    if (c->pq != NULL && (PQstatus(c->pq) != CONNECTION_OK ||
-                          sock_broken_after_idle(PQsocket(c->pq), c->last_used_ms)))
-        disconnect(c);
-    if (c->pq == NULL && connect_conn(c, err) != 0) {
-        pg_release(c);
+    bool grows = c->pq == NULL;
+    if (ready_slot(c, true, err) == 0)
+        return serving(c);
+    pg_release(c);
+    if (!grows || (c = take_slot(false, &deadline)) == NULL)
         return NULL;
-    }
-    c->sqlstate[0] = '\0';
-    c->plans_stale = false;
-    return c;
+    if (ready_slot(c, false, err) == 0)
+        return serving(c);
+    pg_release(c);
+    return NULL;
 }
 
 void pg_release(struct pg_conn *c)
@@ -221,7 +268,11 @@ void pg_release(struct pg_conn *c)
     pthread_mutex_lock(&pool.lock);
     c->in_use = false;
     pool.in_use--;
-    pthread_cond_signal(&pool.freed);
+    /* an empty slot may end the wait of every caller that may not open one */
+    if (c->pq != NULL)
+        pthread_cond_signal(&pool.freed);
+    else
+        pthread_cond_broadcast(&pool.freed);
     pthread_mutex_unlock(&pool.lock);
 }
 
