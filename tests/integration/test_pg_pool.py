@@ -7,6 +7,10 @@ in a trigger, so twelve concurrent writers keep both connections busy and each a
 refused by Postgres ("too many connections for role"). Every write must still answer 200 and store its row:
 a pool that answered the failed attempt (503 before) fails the test. The role's sessions, read from
 `pg_stat_activity` while the writers run, never pass the limit, so the writes did share two connections.
+On a Redis Cluster (tests/cluster/run_integration.py) each writer's acquire needs Postgres too, to reserve
+its slot's first fences: twelve at once on an empty pool, where connections opened all together were all
+refused, since Postgres counts each one starting against the limit (so the pool opens one at a time), and
+where an acquire that waited for a connection after a refusal answered the refusal anyway.
 
 Owns: how the pool behaves when it cannot grow. Must not: test the connect timeout itself
 (test_pg_connect.py) or a lost server (test_pg_restart.py).

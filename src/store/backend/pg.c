@@ -2,22 +2,22 @@
 /*
  * pg.c - the libpq connection pool, statement execution and migrations.
  *
- * The pool is a fixed array guarded by one mutex; a caller waits on a condition
- * variable for at most the request deadline. A caller takes a slot holding a
- * connection before an empty one, so the pool grows only while all are taken; one
- * that cannot grow (pg_acquire) waits for a connection given back instead. A
- * connection is (re)made when taken if it is missing, broken, or was closed by the
- * server while it rested (a peek at its socket, util/sock.h: no round trip), and its
- * prepared statements are forgotten with it and prepared again on the new one. With a multi-host
- * DSN and target_session_attrs=read-write, libpq picks the primary at each connect, so a promoted
- * standby takes over without a restart; a connection that finds itself read-only (SQLSTATE 25006)
- * is dropped like a lost one. Every statement waits for its answer for at most a deadline of its
- * own (statement_timeout_ms + request_timeout_ms): a Postgres that is frozen (SIGSTOP, a hung host
- * whose kernel still acknowledges) cannot hold a caller longer, since statement_timeout needs a
- * live server. The connection is then dropped. Each session is named after the trace id of the
- * request it serves (application_name "fencegate/<trace id>", util/traceparent.h). Migrations are
- * the files of sql/ (compiled in), applied in name order inside one transaction that holds an
- * advisory lock, so that two gateways starting together apply each exactly once.
+ * The pool is a fixed array guarded by one mutex; a caller waits on a condition variable for at
+ * most the request deadline. A caller takes a slot holding a connection before an empty one, so
+ * the pool grows only while all are taken, one connection at a time; a caller that cannot add one
+ * (pg_acquire) waits for a connection given back instead. A connection is (re)made when taken if
+ * it is missing, broken, or was closed by the server while it rested (a peek at its socket,
+ * util/sock.h: no round trip), and its prepared statements are forgotten with it and prepared
+ * again on the new one. With a multi-host DSN and target_session_attrs=read-write, libpq picks the
+ * primary at each connect, so a promoted standby takes over without a restart; a connection that
+ * finds itself read-only (SQLSTATE 25006) is dropped like a lost one. Every statement waits for
+ * its answer for at most a deadline of its own (statement_timeout_ms + request_timeout_ms): a
+ * Postgres that is frozen (SIGSTOP, a hung host whose kernel still acknowledges) cannot hold a
+ * caller longer, since statement_timeout needs a live server. The connection is then dropped. Each
+ * session is named after the trace id of the request it serves (application_name "fencegate/<trace
+ * id>", util/traceparent.h). Migrations are the files of sql/ (compiled in), applied in name order
+ * inside one transaction that holds an advisory lock, so that two gateways starting together apply
+ * each exactly once.
  */
 #include "store/backend/pg.h"
 
@@ -60,6 +60,7 @@ static struct {
     size_t size;
     size_t in_use;  /* connections taken by a caller */
     size_t waiting; /* callers waiting for one */
+    size_t opening; /* empty slots being connected: at most one at a time */
     pthread_mutex_t lock;
     pthread_cond_t freed;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .freed = PTHREAD_COND_INITIALIZER};
@@ -177,7 +178,8 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
 
 /* The free slot a caller takes, under pool.lock: one that holds a connection
  * before an empty one, so that the pool grows only while every connection is
- * taken; an empty one only when may_open. NULL when there is none. */
+ * taken; an empty one only when may_open and no other is being connected.
+ * NULL when there is none. */
 static struct pg_conn *free_slot(bool may_open)
 {
     struct pg_conn *empty = NULL;
@@ -187,10 +189,10 @@ static struct pg_conn *free_slot(bool may_open)
             continue;
         if (c->pq != NULL)
             return c;
-        if (empty == NULL && may_open)
+        if (empty == NULL)
             empty = c;
     }
-    return empty;
+    return may_open && pool.opening == 0 ? empty : NULL;
 }
 
 /* Takes a free slot, waiting for one until deadline; NULL in time. After a
@@ -210,9 +212,19 @@ static struct pg_conn *take_slot(bool may_open, const struct timespec *deadline)
     if (c != NULL) {
         c->in_use = true;
         pool.in_use++;
+        pool.opening += c->pq == NULL;
     }
     pthread_mutex_unlock(&pool.lock);
     return c;
+}
+
+/* Ends the opening of an empty slot: the next caller may open one. */
+static void opened(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    pool.opening--;
+    pthread_cond_signal(&pool.freed);
+    pthread_mutex_unlock(&pool.lock);
 }
 
 /* Makes c ready to serve: a connection that died while it rested is dropped;
@@ -234,12 +246,16 @@ static struct pg_conn *serving(struct pg_conn *c)
     return c;
 }
 
-/* A connection that could not be added while the others were taken (the
- * server at its max_connections or the role at its CONNECTION LIMIT, a host
- * too loaded to answer within pg_connect_timeout_ms) leaves its caller waiting
- * for one of those others until the request deadline, the failure kept for
- * the answer should none come; a connection found dead while it rested fails
- * its caller at once, since the others are likely gone with it. */
+/* The pool grows one connection at a time: callers that arrive while one is
+ * opened wait for it or for one given back, so that a burst on an empty pool
+ * does not open many at once, each of which Postgres counts against its
+ * max_connections or the role's CONNECTION LIMIT while it starts (all of them
+ * refused then, though none would be alone). A connection that could not be
+ * added while others were taken (such a limit reached, a host too loaded to
+ * answer within pg_connect_timeout_ms) leaves its caller waiting for one of
+ * those until the request deadline, the failure kept for the answer should
+ * none come; a connection found dead while it rested fails its caller at
+ * once, since the others are likely gone with it. */
 struct pg_conn *pg_acquire(struct fg_error *err)
 {
     struct timespec deadline = clock_mono_at(clock_mono_ms() + pool.cfg->request_timeout_ms);
@@ -249,14 +265,20 @@ struct pg_conn *pg_acquire(struct fg_error *err)
         return NULL;
     }
     bool grows = c->pq == NULL;
-    if (ready_slot(c, true, err) == 0)
+    struct fg_error refused = {0}; /* answered only should no connection come */
+    int rc = ready_slot(c, true, &refused);
+    if (grows)
+        opened();
+    if (rc == 0)
         return serving(c);
     pg_release(c);
-    if (!grows || (c = take_slot(false, &deadline)) == NULL)
-        return NULL;
-    if (ready_slot(c, false, err) == 0)
-        return serving(c);
-    pg_release(c);
+    if (grows && (c = take_slot(false, &deadline)) != NULL) {
+        if (ready_slot(c, false, NULL) == 0)
+            return serving(c);
+        pg_release(c);
+    }
+    if (err != NULL)
+        *err = refused;
     return NULL;
 }
 
