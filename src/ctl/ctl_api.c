@@ -19,9 +19,53 @@
 #define PROBLEM_PREFIX "/problems/"
 #define PATH_MAX_LEN   2048
 
-/* Runs one call and fills *ans; 0 on a 2xx answer. */
+/* The member every 2xx answer of a call carries, and the JSON types it may have. */
+struct expect {
+    const char *field;
+    unsigned types; /* AS() bits */
+};
+
+#define AS(type) (1u << (type))
+#define AS_BOOL  (AS(JSON_TRUE) | AS(JSON_FALSE))
+#define GRANT    ((struct expect){"token", AS(JSON_STRING)})
+#define GRANTS   ((struct expect){"locks", AS(JSON_ARRAY)})
+#define RENEWED  ((struct expect){"fence", AS(JSON_INTEGER)})
+#define RELEASED ((struct expect){"released", AS_BOOL})
+#define STATUS   ((struct expect){"waiting", AS(JSON_INTEGER)})
+#define PAGE     ((struct expect){"items", AS(JSON_ARRAY)})
+#define REVOKED  ((struct expect){"revoked_fence", AS(JSON_INTEGER) | AS(JSON_NULL)})
+#define WATCHED  ((struct expect){"held", AS_BOOL})
+
+/* Checks that a 2xx answer is the gateway's: a JSON object with the member of
+ * want. Anything else (a web page or another service's JSON at --url, a proxy's
+ * answer) would otherwise print as an empty grant, a free lock or "nothing to
+ * revoke" and exit 0. Returns 0, or -1 with ans->err saying what came. */
+static int check_answer(struct ctl_answer *ans, struct expect want)
+{
+    const json_t *member = json_object_get(ans->json, want.field);
+    if (member != NULL && (want.types & AS(json_typeof(member))) != 0)
+        return 0;
+    char *ctype = ctl_escape(ans->response.content_type[0] ? ans->response.content_type : "none");
+    if (!json_is_object(ans->json))
+        fg_fail(&ans->err, FG_ERR_INVALID_JSON,
+                "the HTTP %d answer is not a JSON object (Content-Type: %.60s); is the URL the "
+                "gateway's?",
+                ans->response.status, ctype);
+    else
+        fg_fail(&ans->err, FG_ERR_INVALID_JSON,
+                "the HTTP %d answer lacks '%s' or has it of another type; is the URL the "
+                "gateway's?",
+                ans->response.status, want.field);
+    free(ctype);
+    json_decref(ans->json);
+    ans->json = NULL;
+    ans->exit = CTL_EXIT_ERROR;
+    return -1;
+}
+
+/* Runs one call and fills *ans; 0 on a 2xx answer that carries want. */
 static int call(const struct ctl_args *a, const char *method, const char *path, json_t *body,
-                long long timeout_ms, struct ctl_answer *ans)
+                long long timeout_ms, struct expect want, struct ctl_answer *ans)
 {
     memset(ans, 0, sizeof *ans);
     int rc = ctl_http(&a->gateway, method, path, body, timeout_ms, &ans->response, &ans->err);
@@ -36,7 +80,9 @@ static int call(const struct ctl_args *a, const char *method, const char *path, 
         strncmp(type, PROBLEM_PREFIX, strlen(PROBLEM_PREFIX)) == 0)
         ans->problem = type + strlen(PROBLEM_PREFIX);
     ans->exit = ctl_exit_for(ans->response.status, ans->problem);
-    return ans->exit == CTL_EXIT_OK ? 0 : -1;
+    if (ans->exit != CTL_EXIT_OK)
+        return -1;
+    return check_answer(ans, want);
 }
 
 /* "/v1/locks/<name><suffix>" or "/v1/semaphores/<name><suffix>" into path. */
@@ -78,7 +124,7 @@ int ctl_api_acquire(const struct ctl_args *a, const char *owner, struct ctl_answ
         json_object_set_new(body, "request_id", json_string(a->request_id));
     /* The gateway answers by wait_ms (its own default when none is given, at most an hour). */
     long long waits = a->wait_ms >= 0 ? a->wait_ms : WAIT_MAX_MS;
-    return call(a, "POST", path, body, waits + CTL_CALL_TIMEOUT_MS, ans);
+    return call(a, "POST", path, body, waits + CTL_CALL_TIMEOUT_MS, GRANT, ans);
 }
 
 int ctl_api_renew(const struct ctl_args *a, const char *token, long long ttl_ms,
@@ -88,7 +134,7 @@ int ctl_api_renew(const struct ctl_args *a, const char *token, long long ttl_ms,
     lease_path(a, "/renew", path, sizeof path);
     json_t *body = json_pack("{s:s}", "token", token);
     set_given(body, "ttl_ms", ttl_ms);
-    return call(a, "POST", path, body, timeout_ms, ans);
+    return call(a, "POST", path, body, timeout_ms, RENEWED, ans);
 }
 
 int ctl_api_release(const struct ctl_args *a, const char *token, long long timeout_ms,
@@ -96,14 +142,14 @@ int ctl_api_release(const struct ctl_args *a, const char *token, long long timeo
 {
     char path[PATH_MAX_LEN];
     lease_path(a, "/release", path, sizeof path);
-    return call(a, "POST", path, json_pack("{s:s}", "token", token), timeout_ms, ans);
+    return call(a, "POST", path, json_pack("{s:s}", "token", token), timeout_ms, RELEASED, ans);
 }
 
 int ctl_api_status(const struct ctl_args *a, struct ctl_answer *ans)
 {
     char path[PATH_MAX_LEN];
     lease_path(a, "", path, sizeof path);
-    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, ans);
+    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, STATUS, ans);
 }
 
 /* Appends "<sep>name=<value>" to the query in path when value is set. */
@@ -129,7 +175,7 @@ int ctl_api_audit(const struct ctl_args *a, struct ctl_answer *ans)
     add_query(path, sizeof path, "since_ms", a->since_ms >= 0 ? num[0] : NULL);
     add_query(path, sizeof path, "limit", a->limit >= 0 ? num[1] : NULL);
     add_query(path, sizeof path, "after_id", a->after_id >= 0 ? num[2] : NULL);
-    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, ans);
+    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, PAGE, ans);
 }
 
 int ctl_api_list(const struct ctl_args *a, bool semaphores, const char *cursor, long long limit,
@@ -141,7 +187,7 @@ int ctl_api_list(const struct ctl_args *a, bool semaphores, const char *cursor, 
     add_query(path, sizeof path, "prefix", a->name != NULL && a->name[0] != '\0' ? a->name : NULL);
     add_query(path, sizeof path, "limit", num);
     add_query(path, sizeof path, "cursor", cursor);
-    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, ans);
+    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, PAGE, ans);
 }
 
 int ctl_api_revoke(const struct ctl_args *a, struct ctl_answer *ans)
@@ -153,7 +199,7 @@ int ctl_api_revoke(const struct ctl_args *a, struct ctl_answer *ans)
         json_object_set_new(body, "reason", json_string(a->reason));
     if (a->semaphore)
         set_given(body, "fence", a->fence);
-    return call(a, "POST", path, body, CTL_CALL_TIMEOUT_MS, ans);
+    return call(a, "POST", path, body, CTL_CALL_TIMEOUT_MS, REVOKED, ans);
 }
 
 int ctl_api_watch(const struct ctl_args *a, const char *name, bool semaphore, long long fence,
@@ -162,7 +208,7 @@ int ctl_api_watch(const struct ctl_args *a, const char *name, bool semaphore, lo
     char path[PATH_MAX_LEN], query[96];
     snprintf(query, sizeof query, "?watch=true&fence=%lld&wait_ms=%lld", fence, wait_ms);
     name_path(name, semaphore, query, path, sizeof path);
-    return call(a, "GET", path, NULL, wait_ms + CTL_CALL_TIMEOUT_MS, ans);
+    return call(a, "GET", path, NULL, wait_ms + CTL_CALL_TIMEOUT_MS, WATCHED, ans);
 }
 
 int ctl_api_lockset_acquire(const struct ctl_args *a, const char *owner, struct ctl_answer *ans)
@@ -177,7 +223,7 @@ int ctl_api_lockset_acquire(const struct ctl_args *a, const char *owner, struct 
     if (owner != NULL)
         json_object_set_new(body, "owner", json_string(owner));
     long long waits = a->wait_ms >= 0 ? a->wait_ms : WAIT_MAX_MS;
-    return call(a, "POST", "/v1/locksets/acquire", body, waits + CTL_CALL_TIMEOUT_MS, ans);
+    return call(a, "POST", "/v1/locksets/acquire", body, waits + CTL_CALL_TIMEOUT_MS, GRANTS, ans);
 }
 
 static json_t *token_list(char *const *tokens, size_t n)
@@ -193,20 +239,24 @@ int ctl_api_lockset_renew(const struct ctl_args *a, char *const *tokens, size_t 
 {
     json_t *body = json_pack("{s:o}", "tokens", token_list(tokens, n));
     set_given(body, "ttl_ms", ttl_ms);
-    return call(a, "POST", "/v1/locksets/renew", body, timeout_ms, ans);
+    return call(a, "POST", "/v1/locksets/renew", body, timeout_ms, GRANTS, ans);
 }
 
 int ctl_api_lockset_release(const struct ctl_args *a, char *const *tokens, size_t n,
                             long long timeout_ms, struct ctl_answer *ans)
 {
     return call(a, "POST", "/v1/locksets/release",
-                json_pack("{s:o}", "tokens", token_list(tokens, n)), timeout_ms, ans);
+                json_pack("{s:o}", "tokens", token_list(tokens, n)), timeout_ms, RELEASED, ans);
 }
 
 void ctl_answer_report(const struct ctl_answer *ans)
 {
     if (ans->response.status == 0) {
         fprintf(stderr, "fencectl: gateway unreachable: %s\n", ans->err.msg);
+        return;
+    }
+    if (ans->response.status >= 200 && ans->response.status < 300) {
+        fprintf(stderr, "fencectl: %s\n", ans->err.msg);
         return;
     }
     char *detail = ctl_escape(json_string_value(json_object_get(ans->json, "detail")));

@@ -24,12 +24,15 @@ struct ctl_answer {
     json_t *json;                 /* the parsed body, or NULL (owned) */
     const char *problem;          /* problem code of an error answer, or NULL (in json) */
     enum ctl_exit exit;           /* fencectl's exit status for this answer */
-    struct fg_error err;          /* why no answer arrived, when status is 0 */
+    struct fg_error err;          /* why no answer arrived (status 0), or why a 2xx is not the
+                                     gateway's answer */
 };
 
 /* Acquires a lease on a->name (a semaphore slot when a->semaphore) for owner.
- * Each call returns 0 on a 2xx answer, else -1; *ans is filled either way and
- * must be freed with ctl_answer_free. */
+ * Each call returns 0 on a 2xx answer that is a JSON object with the member
+ * every answer of that call carries (a grant's "token", a status's "waiting"),
+ * else -1 (a 2xx that is not: exit CTL_EXIT_ERROR); *ans is filled either way
+ * and must be freed with ctl_answer_free. */
 int ctl_api_acquire(const struct ctl_args *a, const char *owner, struct ctl_answer *ans) FG_WUR;
 
 /* Renews the lease of token (ttl_ms < 0: its own TTL), waiting up to timeout_ms. */

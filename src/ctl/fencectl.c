@@ -230,8 +230,10 @@ static int run_watch(const struct ctl_args *a)
         print_json(ans.json);
     else if (held)
         printf("held, expires in %lld ms\n", field_int(ans.json, "expires_in_ms"));
-    else
-        puts(json_string_value(json_object_get(ans.json, "reason")));
+    else {
+        const char *reason = json_string_value(json_object_get(ans.json, "reason"));
+        puts(reason != NULL ? reason : "ended");
+    }
     ctl_answer_free(&ans);
     return held ? CTL_EXIT_BUSY : CTL_EXIT_OK;
 }

@@ -9,12 +9,14 @@ lock tests do), or the table layout of `audit` in detail (the unit tests do).
 The binary: FG_CTL, else `fencectl` next to FG_BIN.
 """
 
+import http.server
 import json
 import os
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import uuid
@@ -319,6 +321,58 @@ class FencectlTest(unittest.TestCase):
         r = self.run_ctl("status", name, "--sem", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["holders"], 0)
+
+
+class ForeignAnswerTest(unittest.TestCase):
+    """A 2xx answer that is not the gateway's (a web page, another service's JSON, a proxy's answer at a wrong
+    --url) exits 5 naming what came, for every command: never exit 0 with an empty grant ("export
+    FENCE_TOKEN=''"), a lock shown free, "nothing to revoke", "no rejected writes", nothing printed for
+    --json, nor a crash (`watch` passed the absent reason to puts)."""
+
+    COMMANDS = (["acquire", "x"], ["acquire", "x", "--json"], ["status", "x"], ["status", "x", "--sem", "--json"],
+                ["watch", "x", "--fence", "5"], ["watch", "x", "--fence", "5", "--json"], ["audit"], ["list"],
+                ["list", "--json"], ["revoke", "x"], ["renew", "x", "--token", "t"],
+                ["release", "x", "--token", "t"], ["lock", "x", "--", "true"], ["lock", "--set", "a,b", "--", "true"])
+
+    def serve(self, body: bytes, content_type: str) -> str:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = answer
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    def check(self, url: str, says: str) -> None:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith(("FENCE", "FENCEGATE_"))}
+        environ["FENCEGATE_URL"] = url
+        for args in self.COMMANDS:
+            with self.subTest(args=args):
+                r = subprocess.run([ctl_path(), *args], env=environ, capture_output=True, text=True, timeout=30)
+                self.assertEqual(r.returncode, 5, f"stdout {r.stdout!r} stderr {r.stderr!r}")
+                self.assertEqual(r.stdout, "")
+                self.assertIn(says, r.stderr)
+                self.assertIn("is the URL the gateway's?", r.stderr)
+                self.assertNotIn("runtime error", r.stderr)
+
+    def test_a_web_page(self):
+        self.check(self.serve(b"<html><body>It works!</body></html>", "text/html"),
+                   "the HTTP 200 answer is not a JSON object (Content-Type: text/html)")
+
+    def test_json_of_another_service(self):
+        self.check(self.serve(b'{"status": "ok"}', "application/json"), "the HTTP 200 answer lacks '")
 
 
 def _alive(pid: int) -> bool:
