@@ -71,6 +71,32 @@ class ManPagesTest(unittest.TestCase):
         for code in re.findall(r"(?m)^\s+([0-5])  ", overview):
             self.assertIn(f".B {code}\n", section(man, "EXIT STATUS"))
 
+    def test_the_drain_bound_is_the_code_s(self):
+        """fencegate(8) said the drain lets requests in flight finish "at most 10 seconds", then exit 0; the code
+        gives requests still running then request_timeout_ms and half a second more, and the backend threads up
+        to a second (docs/api.md, "Operations"): measured 19.9 s from SIGTERM to exit with request_timeout_ms
+        20000 and Redis stopped, which the unit's TimeoutStopSec (30 s) no longer covers from 18.5 s on. The
+        page and docs/operations.md now state the bound with the code's numbers and the unit's stop timeout."""
+        with open(os.path.join(ROOT, "src", "main.c"), encoding="utf-8") as f:
+            main = f.read()
+        drain, flush, grace = (int(re.search(rf"#define {n}\s+(\d+)", main).group(1))
+                               for n in ("DRAIN_WAIT_MS", "FLUSH_WAIT_MS", "STOP_GRACE_MS"))
+        with open(os.path.join(ROOT, "deploy", "fencegate.service.in"), encoding="utf-8") as f:
+            stop_s = int(re.search(r"(?m)^TimeoutStopSec=(\d+)s$", f.read()).group(1))
+        default_s = (drain + 5000 + flush + grace) / 1000  # request_timeout_ms defaults to 5000
+        bound = f"{drain // 1000} s + request_timeout_ms + {(flush + grace) / 1000:g} s"
+        sigterm = re.search(r"(?ms)^\.BR SIGTERM \", \" SIGINT\n(.*?)(?=^\.(?:TP|SH))", page("fencegate.8")).group(1)
+        text = re.sub(r"\s*\n?\.B (\w+)\s*", r" \1 ", sigterm)
+        text = " ".join(text.split())
+        self.assertIn(bound, text)
+        self.assertIn(f"{default_s:g} s by default", text)
+        self.assertIn(f"TimeoutStopSec is {stop_s} s", text)
+        with open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8") as f:
+            ops = " ".join(f.read().split())
+        self.assertIn(f"`TimeoutStopSec={stop_s}s`", ops)
+        self.assertIn(f"{drain // 1000} s + `request_timeout_ms` + {(flush + grace) / 1000:g} s", ops)
+        self.assertIn(f"below {stop_s * 1000 - drain - flush - grace}.", ops)
+
     def test_completion_offers_each_command_its_options(self):
         with open(os.path.join(ROOT, "deploy", "fencectl.bash-completion"), encoding="utf-8") as f:
             text = f.read()
