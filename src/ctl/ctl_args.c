@@ -170,7 +170,7 @@ static const char usage_audit[] =
     "                 semaphore (with --lock L: the lock L, or the semaphore L)\n"
     "  --since MS     only records at or after this epoch time in milliseconds\n"
     "  --limit N      at most N records (the gateway's default page is " TEXT_AUDIT_PAGE ")\n"
-    "  --after-id ID  the page after record ID (printed when there are more)\n"
+    "  --after-id ID  the page after record ID (printed when a page is full: more may follow)\n"
     "\n"
     "Exit status: 0 answered, 1 usage, 4 unreachable, 5 other error.\n";
 

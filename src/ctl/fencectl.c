@@ -128,6 +128,7 @@ static void show_status(const struct ctl_args *a, const json_t *json)
 
 static void show_audit(const struct ctl_args *a, const json_t *json)
 {
+    (void)a;
     const json_t *items = json_object_get(json, "items");
     json_t *next = json_object_get(json, "next_after_id");
     if (json_array_size(items) == 0) {
@@ -137,8 +138,10 @@ static void show_audit(const struct ctl_args *a, const json_t *json)
     char *table = ctl_audit_table(items);
     fputs(table, stdout);
     free(table);
-    if (json_is_integer(next) && a->limit > 0 && json_array_size(items) >= (size_t)a->limit)
-        fprintf(stderr, "fencectl: more records: add --after-id %lld\n",
+    /* The gateway names the page's last id when the page is full, whatever its
+     * size: the default page (no --limit) too, where the newest records are. */
+    if (json_is_integer(next))
+        fprintf(stderr, "fencectl: more records may follow: add --after-id %lld\n",
                 (long long)json_integer_value(next));
 }
 

@@ -12,6 +12,7 @@ The binary: FG_CTL, else `fencectl` next to FG_BIN.
 import http.server
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -171,6 +172,31 @@ class FencectlTest(unittest.TestCase):
         self.assertIn("--lease-kind: expected lock or semaphore", r.stderr)
         r = self.run_ctl("audit", "--help")
         self.assertIn("--lease-kind K", r.stdout)
+
+    def test_audit_says_when_the_default_page_is_full(self):
+        """`audit` without --limit lists the gateway's default page, the 100 oldest records, and said nothing of
+        the ones after it, the newest: only a page of an explicit --limit printed the --after-id hint. Of 101
+        refused writes on one resource, `audit --resource R` prints 100 and the hint, and the page after them
+        the last record, without a hint."""
+        key = unique("inv")
+        older, newer = self._token(unique("ctl-older")), self._token(unique("ctl-newer"))
+        r = self.gw.http("PUT", f"/v1/pg/invoices/{key}", {"row": {"id": key, "note": "newer"}},
+                         headers={"Fence-Token": newer})
+        self.assertEqual(r.status, 200, r)
+        for _ in range(101):
+            r = self.gw.http("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "late"}},
+                             headers={"Fence-Token": older})
+            self.assertEqual(r.status, 409, r)
+        resource = f"pg:invoices/{key}"
+        r = self.run_ctl("audit", "--resource", resource)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count(resource), 100, r.stdout)
+        hint = re.search(r"add --after-id (\d+)", r.stderr)
+        self.assertIsNotNone(hint, r.stderr)
+        r = self.run_ctl("audit", "--resource", resource, "--after-id", hint.group(1))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count(resource), 1, r.stdout)
+        self.assertEqual(r.stderr, "")
 
     def _lease(self, path: str, body: dict) -> dict:
         r = self.gw.http("POST", path, body)
