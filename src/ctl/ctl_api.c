@@ -71,7 +71,8 @@ static int call(const struct ctl_args *a, const char *method, const char *path, 
     int rc = ctl_http(&a->gateway, method, path, body, timeout_ms, &ans->response, &ans->err);
     json_decref(body);
     if (rc != 0) {
-        ans->exit = ctl_exit_for(0, NULL);
+        /* --cacert naming no CA file is the command line's fault, not the gateway's */
+        ans->exit = ans->err.code == FG_ERR_INVALID_FIELD ? CTL_EXIT_USAGE : ctl_exit_for(0, NULL);
         return -1;
     }
     ans->json = json_loadb(ans->response.body, ans->response.body_len, 0, NULL);
@@ -252,7 +253,8 @@ int ctl_api_lockset_release(const struct ctl_args *a, char *const *tokens, size_
 void ctl_answer_report(const struct ctl_answer *ans)
 {
     if (ans->response.status == 0) {
-        fprintf(stderr, "fencectl: gateway unreachable: %s\n", ans->err.msg);
+        fprintf(stderr, "fencectl: %s%s\n",
+                ans->exit == CTL_EXIT_USAGE ? "" : "gateway unreachable: ", ans->err.msg);
         return;
     }
     if (ans->response.status >= 200 && ans->response.status < 300) {

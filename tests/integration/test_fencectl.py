@@ -349,6 +349,30 @@ class FencectlTest(unittest.TestCase):
         self.assertEqual(json.loads(r.stdout)["holders"], 0)
 
 
+def serve_http(test: unittest.TestCase, body: bytes, content_type: str) -> str:
+    """The URL of an HTTP server that answers every GET and POST 200 with body, until test ends."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def answer(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    test.addCleanup(server.server_close)
+    test.addCleanup(server.shutdown)
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
 class ForeignAnswerTest(unittest.TestCase):
     """A 2xx answer that is not the gateway's (a web page, another service's JSON, a proxy's answer at a wrong
     --url) exits 5 naming what came, for every command: never exit 0 with an empty grant ("export
@@ -359,27 +383,6 @@ class ForeignAnswerTest(unittest.TestCase):
                 ["watch", "x", "--fence", "5"], ["watch", "x", "--fence", "5", "--json"], ["audit"], ["list"],
                 ["list", "--json"], ["revoke", "x"], ["renew", "x", "--token", "t"],
                 ["release", "x", "--token", "t"], ["lock", "x", "--", "true"], ["lock", "--set", "a,b", "--", "true"])
-
-    def serve(self, body: bytes, content_type: str) -> str:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def answer(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = answer
-
-            def log_message(self, *args):
-                pass
-
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
-        return f"http://127.0.0.1:{server.server_address[1]}"
 
     def check(self, url: str, says: str) -> None:
         environ = {k: v for k, v in os.environ.items() if not k.startswith(("FENCE", "FENCEGATE_"))}
@@ -394,11 +397,30 @@ class ForeignAnswerTest(unittest.TestCase):
                 self.assertNotIn("runtime error", r.stderr)
 
     def test_a_web_page(self):
-        self.check(self.serve(b"<html><body>It works!</body></html>", "text/html"),
+        self.check(serve_http(self, b"<html><body>It works!</body></html>", "text/html"),
                    "the HTTP 200 answer is not a JSON object (Content-Type: text/html)")
 
     def test_json_of_another_service(self):
-        self.check(self.serve(b'{"status": "ok"}', "application/json"), "the HTTP 200 answer lacks '")
+        self.check(serve_http(self, b'{"status": "ok"}', "application/json"), "the HTTP 200 answer lacks '")
+
+
+class CacertTest(unittest.TestCase):
+    """--cacert (or FENCEGATE_CACERT) naming a file that holds no CA certificate is a usage error (exit 1) and
+    says so; it exited 4 as "gateway unreachable: --cacert F: no CA certificate could be read", which sent the
+    operator after the network and the gateway rather than the command line."""
+
+    def test_a_cacert_without_a_ca_is_a_usage_error(self):
+        https = serve_http(self, b"{}", "application/json").replace("http://", "https://")
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("FENCE")}
+        for how in (["--cacert", "/nonexistent/ca.pem"], ["--cacert", os.path.abspath(__file__)]):
+            with self.subTest(how=how):
+                r = subprocess.run([ctl_path(), "--url", https, *how, "status", "x"], env=environ,
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(r.stderr, f"fencectl: --cacert {how[1]}: no CA certificate could be read\n")
+        r = subprocess.run([ctl_path(), "--url", https, "status", "x"], capture_output=True, text=True, timeout=30,
+                           env=dict(environ, FENCEGATE_CACERT="/nonexistent/ca.pem"))
+        self.assertEqual(r.returncode, 1, r.stderr)
 
 
 def _alive(pid: int) -> bool:
