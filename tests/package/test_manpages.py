@@ -97,6 +97,19 @@ class ManPagesTest(unittest.TestCase):
         self.assertIn(f"{drain // 1000} s + `request_timeout_ms` + {(flush + grace) / 1000:g} s", ops)
         self.assertIn(f"below {stop_s * 1000 - drain - flush - grace}.", ops)
 
+    def test_fencectl_states_how_long_it_waits_for_an_answer(self):
+        """fencectl's page said nothing of how long a call waits for an answer: 30 s (CTL_CALL_TIMEOUT_MS),
+        and for an acquire without --wait an hour more (WAIT_MAX_MS), the gateway's default wait being unknown
+        to it, so a script against a gateway that accepts and hangs seemed to hang."""
+        with open(os.path.join(ROOT, "src", "ctl", "ctl_api.h"), encoding="utf-8") as f:
+            call_ms = int(re.search(r"#define CTL_CALL_TIMEOUT_MS\s+(\d+)", f.read()).group(1))
+        with open(os.path.join(ROOT, "src", "fglimits.h"), encoding="utf-8") as f:
+            wait_ms = int(re.search(r"#define WAIT_MAX_MS\s+(\d+)", f.read()).group(1))
+        self.assertEqual(wait_ms, 3600 * 1000)
+        text = " ".join(re.sub(r"(?m)^\.B[RI]? ", "", section(page("fencectl.1"), "DESCRIPTION")).split())
+        self.assertIn(f"gives up after {call_ms // 1000} seconds and exits 4", text)
+        self.assertIn("without it an hour longer", text)
+
     def test_completion_offers_each_command_its_options(self):
         with open(os.path.join(ROOT, "deploy", "fencectl.bash-completion"), encoding="utf-8") as f:
             text = f.read()
