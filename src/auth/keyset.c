@@ -207,9 +207,16 @@ int keyset_from_config(const json_t *auth, const char *env_mode, const char *env
         return -1;
     if (env_mode != NULL && set_mode(ks, env_mode, "FENCEGATE_AUTH_MODE", err) != 0)
         return -1;
+    /* An empty path names no file: refused, as every other empty FENCEGATE_*
+     * is, rather than read as "none" and leaving out the keys of the file that
+     * the configuration names (FENCEGATE_AUTH_KEYS_FILE= overrides auth.keys_file). */
+    if (env_keys_file != NULL && env_keys_file[0] == '\0')
+        return fg_fail(err, FG_ERR_CONFIG, "FENCEGATE_AUTH_KEYS_FILE: must not be empty");
+    if (file != NULL && file[0] == '\0')
+        return fg_fail(err, FG_ERR_CONFIG, "auth.keys_file: must not be empty");
     if (env_keys_file != NULL)
         file = env_keys_file;
-    if (file != NULL && file[0] != '\0' && keys_file_append(ks, file, err) != 0)
+    if (file != NULL && keys_file_append(ks, file, err) != 0)
         return -1;
     if (ks->required && ks->nkeys == 0)
         return fg_fail(err, FG_ERR_CONFIG,

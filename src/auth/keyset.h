@@ -46,11 +46,12 @@ struct keyset {
  * Builds the key set of the configuration: auth is the "auth" object of the
  * config file (borrowed, may be NULL); env_mode and env_keys_file are
  * FENCEGATE_AUTH_MODE and FENCEGATE_AUTH_KEYS_FILE (NULL if unset), which
- * override it. loopback says whether the gateway listens on a loopback address
- * only (the default mode is "off" then, "required" otherwise). Reads the keys
- * file (a JSON array of key entries) if one is named. Anything malformed fails
- * with FG_ERR_CONFIG naming the entry ("auth.keys[1].scopes[0]: ..."); so does
- * "required" with no keys. *out is owned by the caller (keyset_free).
+ * override it (an empty keys file path, either way, is refused). loopback says
+ * whether the gateway listens on a loopback address only (the default mode is
+ * "off" then, "required" otherwise). Reads the keys file (a JSON array of key
+ * entries) if one is named. Anything malformed fails with FG_ERR_CONFIG naming
+ * the entry ("auth.keys[1].scopes[0]: ..."); so does "required" with no keys.
+ * *out is owned by the caller (keyset_free).
  */
 int keyset_from_config(const json_t *auth, const char *env_mode, const char *env_keys_file,
                        bool loopback, struct keyset **out, struct fg_error *err) FG_WUR;

@@ -337,6 +337,8 @@ static void bad_environment_is_named(void **state)
     static const char *const url[] = {"FENCEGATE_REDIS_URL", "http://x", NULL};
     static const char *const secret[] = {"FENCEGATE_SECRET", "short", NULL};
     static const char *const missing[] = {"FENCEGATE_CONFIG", "/nonexistent/fencegate.json", NULL};
+    /* was read as "no keys file", leaving out the keys of the one auth.keys_file names */
+    static const char *const no_keys_file[] = {"FENCEGATE_AUTH_KEYS_FILE", "", NULL};
     static const struct {
         const char *const *env;
         const char *needle;
@@ -344,7 +346,8 @@ static void bad_environment_is_named(void **state)
                  {range, "FENCEGATE_HTTP_THREADS"},
                  {url, "redis_url"},
                  {secret, "secret"},
-                 {missing, "/nonexistent/fencegate.json"}};
+                 {missing, "/nonexistent/fencegate.json"},
+                 {no_keys_file, "FENCEGATE_AUTH_KEYS_FILE: must not be empty"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct config cfg;
         struct fg_error err;
@@ -533,6 +536,7 @@ static void file_errors_are_named(void **state)
          "secrets[0]"},
         {"{\"secrets\": []}", "secrets"},
         {"{\"secret_file\": \"/nonexistent/keys.json\"}", "secret_file"},
+        {"{\"auth\": {\"keys_file\": \"\"}}", "auth.keys_file: must not be empty"},
         {"{\"secret\": \"0123456789abcdef\", \"secrets\": [{\"id\": \"a\", "
          "\"secret\": \"0123456789abcdef\"}]}",
          "exclude each other"}};
