@@ -320,6 +320,21 @@ class ApiReferenceTest(unittest.TestCase):
         for where, m in examples:
             self.assertEqual(conforms(m["example"], m["schema"], components, where), [])
 
+    def test_the_readme_says_how_scripts_test_runs(self):
+        """scripts/test went from three tests at a time to four (FG_TEST_JOBS), and the README still said
+        three, on ports 26379-26381 and 25432-25434: someone freeing ports for a run, or sizing a CI
+        machine, read the old figures. The README states the default of scripts/test and the ports it takes."""
+        script = read(os.path.join("scripts", "test"))
+        jobs = int(re.search(r'jobs="\$\{FG_TEST_JOBS:-(\d+)\}"', script).group(1))
+        redis = int(re.search(r'redis_port="\$\{FG_TEST_REDIS_PORT:-(\d+)\}"', script).group(1))
+        pg = int(re.search(r'pg_port="\$\{FG_TEST_PG_PORT:-(\d+)\}"', script).group(1))
+        words = {3: "three", 4: "four", 5: "five", 6: "six"}
+        text = " ".join(read("README.md").split())
+        said = re.search(r"`scripts/test` runs .*?data in", text)
+        said = said.group(0) if said else "nothing"
+        self.assertIn(f"`scripts/test` runs {words[jobs]} tests at a time", text, f"the README says: {said}")
+        self.assertIn(f"ports {redis}–{redis + jobs - 1} and {pg}–{pg + jobs - 1}", text, f"the README says: {said}")
+
     def test_links_stay_in_the_repository(self):
         for name in documents():
             text = read(name)
