@@ -175,6 +175,36 @@ class MetricsTest(GatewayTest):
             held = delta("fencegate_hold_seconds_sum")
             self.assertTrue(0.45 <= held < 10, (kind, held))
 
+    def test_each_documented_metric_has_its_documented_type_and_labels(self):
+        """Every metric of the table in docs/operations.md ("Metrics") is exported, a histogram where the table
+        says so, with exactly the labels the table names (a row's backticked names outside parentheses). Caught:
+        the row of fencegate_http_request_duration_seconds and fencegate_http_responses_total gave both
+        `route` and `code`, where the histogram has `route` alone: a latency panel by `code` showed nothing."""
+        self.assertEqual(self.gw.http("GET", "/healthz").status, 200)  # a response, for its series
+        self.scrape()
+        types = dict(re.findall(r"(?m)^# TYPE (\S+) (\S+)$", self.text))
+        labels: dict[str, set] = {}
+        for name, _, inner in re.findall(r"(?m)^([a-z_]+)(\{([^}]*)\})? ", self.text):
+            family = re.sub(r"_(bucket|sum|count)$", "", name)
+            family = family if types.get(family) == "histogram" else name
+            labels.setdefault(family, set()).update(k for k, _ in LABEL.findall(inner) if k != "le")
+        doc_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "operations.md")
+        with open(doc_path, encoding="utf-8") as f:
+            section = f.read().split("## Metrics", 1)[1].split("\n#", 1)[0]
+        rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
+        self.assertGreater(len(rows), 20)
+        for metrics_cell, labels_cell in rows:
+            while re.search(r"\([^()]*\)", labels_cell):
+                labels_cell = re.sub(r"\([^()]*\)", "", labels_cell)
+            documented = set(re.findall(r"`([a-z_]+)`", labels_cell))
+            for name in re.findall(r"`((?:fencegate|process)_[a-z_]+)`", metrics_cell):
+                with self.subTest(metric=name):
+                    self.assertIn(name, types, "not exported")
+                    said = re.search(rf"`{name}` \((\w+)", metrics_cell)
+                    if said and said.group(1) in ("histogram", "gauge"):
+                        self.assertEqual(types[name], said.group(1))
+                    self.assertEqual(labels.get(name, set()), documented)
+
     def test_unknown_routes_share_one_label(self):
         for path in ("/nope/1", "/nope/2", "/v1/nothing"):
             self.assertEqual(self.gw.http("GET", path).status, 404)
