@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/utf8.h"
 
@@ -440,6 +441,13 @@ json_t *fgjson_parse_object(const char *body, size_t len, char *too_big, struct 
 
 json_t *fgjson_load_file(const char *path, const char *where, struct fg_error *err)
 {
+    /* A directory opens and reads as an empty file: say what it is (a mounted
+     * secret is often a directory holding the file). */
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fg_fail(err, FG_ERR_CONFIG, "%s %s: is a directory, not a JSON file", where, path);
+        return NULL;
+    }
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (root != NULL)
@@ -447,8 +455,11 @@ json_t *fgjson_load_file(const char *path, const char *where, struct fg_error *e
     char *quoted = strstr(jerr.text, " near '");
     if (quoted != NULL)
         *quoted = '\0';
-    fg_fail(err, FG_ERR_CONFIG, "%s %s: %s (line %d, column %d)", where, path, jerr.text, jerr.line,
-            jerr.column);
+    if (jerr.line < 1) /* not opened or not read: there is no place in the text to name */
+        fg_fail(err, FG_ERR_CONFIG, "%s %s: %s", where, path, jerr.text);
+    else
+        fg_fail(err, FG_ERR_CONFIG, "%s %s: %s (line %d, column %d)", where, path, jerr.text,
+                jerr.line, jerr.column);
     return NULL;
 }
 

@@ -613,6 +613,14 @@ static void files_that_do_not_parse_keep_their_text(void **state)
     memset(&err, 0, sizeof err);
     assert_null(fgjson_load_file(path, "auth.keys_file", &err));
     assert_non_null(strstr(err.msg, "auth.keys_file /tmp/fgjson-file-"));
+    /* a file that cannot be opened has no line to name ("(line -1, column -1)" was appended) */
+    assert_non_null(strstr(err.msg, "No such file or directory"));
+    assert_null(strstr(err.msg, "line"));
+    /* a directory (a mounted secret's) was "'[' or '{' expected near end of file" */
+    memset(&err, 0, sizeof err);
+    assert_null(fgjson_load_file("/tmp", "secret_file", &err));
+    assert_int_equal(err.code, FG_ERR_CONFIG);
+    assert_string_equal(err.msg, "secret_file /tmp: is a directory, not a JSON file");
 }
 
 int main(void)
