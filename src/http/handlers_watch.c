@@ -49,6 +49,7 @@ enum handler_result lease_watch_start(const struct lease_ops *kind, struct http_
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }
+    http_request_count_once_sent(req);
     struct waiter_client client = http_request_waiter_client(req);
     struct lease_watcher *w;
     enum park_step step =

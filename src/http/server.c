@@ -11,8 +11,9 @@
  * says how to give it back (req->give_back): the grant is given back instead
  * of written when its client is already gone, or when its sending fails.
  * Every request received whole writes one request line and is counted once:
- * as it is answered if its handler never waited, else once libmicrohttpd sent
- * its answer or closed its connection (499 if unsent: its client went first).
+ * as it is answered if its handler never waited and it is no watch, else once
+ * libmicrohttpd sent its answer or closed its connection (499 if unsent: its
+ * client went first).
  * An answer whose client reset its connection while the handler ran is not
  * sent but closed, 499 too.
  *
@@ -112,7 +113,8 @@ struct http_conn {
     bool http_1_0;              /* an HTTP/1.0 request (kept alive only when it asks) */
     pthread_mutex_t phase_lock; /* guards phase: a wake comes from any thread */
     enum conn_phase phase;      /* where the request is in its lifecycle (conn_phase.h) */
-    bool parked;                /* its handler asked to wait, once or more (phase_lock) */
+    bool sent_first;            /* its answer is counted once sent: its handler asked to wait,
+                                   once or more, or it is a watch (phase_lock) */
     struct http_reply reply;    /* the reply being built */
     /* its method and path, libmicrohttpd's, valid until on_completed: set as its handler is first
      * called (NULL while it is received) */
@@ -395,7 +397,7 @@ static enum conn_phase conn_step(struct http_conn *conn, enum conn_event ev)
     enum conn_phase from = conn->phase;
     enum conn_phase to = (enum conn_phase)fsm_step(&conn_lifecycle, (int)from, (int)ev);
     conn->phase = to;
-    conn->parked |= ev == CONN_EV_PARK;
+    conn->sent_first |= ev == CONN_EV_PARK;
     if (to == CONN_SUSPENDED)
         MHD_suspend_connection(conn->mhd);
     else if (from == CONN_SUSPENDED)
@@ -413,13 +415,13 @@ static enum conn_phase conn_phase_of(struct http_conn *conn)
     return phase;
 }
 
-/* True if conn's handler asked to wait at least once. */
-static bool has_parked(struct http_conn *conn)
+/* True if conn's answer is counted once sent (on_completed), not as it is queued. */
+static bool counts_once_sent(struct http_conn *conn)
 {
     pthread_mutex_lock(&conn->phase_lock);
-    bool parked = conn->parked;
+    bool sent_first = conn->sent_first;
     pthread_mutex_unlock(&conn->phase_lock);
-    return parked;
+    return sent_first;
 }
 
 /* The level of the request line of a request answered on route (NULL: none). */
@@ -626,9 +628,10 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
         router_allow_header(req->match.allowed, allow, sizeof allow);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
     }
-    /* An answer after a wait, also one woken in the round that read it: its client may hang up
-     * meanwhile (a watch's, once it saw the release), so it is counted once sent (on_completed). */
-    bool after_wait = has_parked(conn);
+    /* An answer after a wait, also one woken in the round that read it, and a watch's: its client
+     * may hang up meanwhile (a watch's, once it saw the release), so it is counted once sent
+     * (on_completed). */
+    bool after_wait = counts_once_sent(conn);
     enum MHD_Result rc = MHD_queue_response(conn->mhd, (unsigned int)reply->status, resp);
     MHD_destroy_response(resp);
     conn_step(conn, CONN_EV_ANSWER);
@@ -1616,6 +1619,13 @@ void http_request_drop_body(struct http_request *req)
 struct waiter_client http_request_waiter_client(struct http_request *req)
 {
     return (struct waiter_client){req, http_request_fd(req), req->principal};
+}
+
+void http_request_count_once_sent(struct http_request *req)
+{
+    pthread_mutex_lock(&req->conn->phase_lock);
+    req->conn->sent_first = true;
+    pthread_mutex_unlock(&req->conn->phase_lock);
 }
 
 void http_request_wake(struct http_request *req)

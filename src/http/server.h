@@ -142,6 +142,12 @@ void http_request_drop_body(struct http_request *req);
 /* The parked request as the waiter registry knows it: req, its socket and its caller's API key. */
 struct waiter_client http_request_waiter_client(struct http_request *req);
 
+/* Counts and logs req's answer once libmicrohttpd sent it, 499 if it could
+ * not, as an answer after a wait is, although its handler answers at once: a
+ * watch's, whose client may hang up as soon as it learns what it watched for
+ * from elsewhere, however soon that comes. */
+void http_request_count_once_sent(struct http_request *req);
+
 /* Wakes a request whose handler returned HANDLER_SUSPEND; callable from any
  * thread, also before the suspension has taken effect (the wake is kept). */
 void http_request_wake(struct http_request *req);
