@@ -82,7 +82,9 @@ CONTROL_PATH = "/_proxy/requests"
 # (wait stall_s seconds, then forward), "late" (forward, then wait stall_s seconds before answering: the
 # gateway has answered, the client has not heard it yet), "redirect" (answer 301 with a Location naming
 # the same path on the proxy, not forwarding) or "forward503" (forward, then answer 503 backend_unavailable
-# in place of the gateway's answer, as a gateway whose backend failed after the commit would).
+# in place of the gateway's answer, as a gateway whose backend failed after the commit would) or
+# "unframed503" (answer a proxy's own HTML 503 page without Content-Length, ended by the close, not
+# forwarding).
 Rule = Callable[[str, str, Any, int], str]
 
 
@@ -192,6 +194,9 @@ class FaultProxy:
                 if action == "refuse503":
                     self._refuse503()
                     return
+                if action == "unframed503":
+                    self._unframed503()
+                    return
                 status, headers, data = proxy._forward(self.command, self.path, dict(self.headers), raw)
                 if action == "drop":
                     self.close_connection = True
@@ -209,6 +214,15 @@ class FaultProxy:
                 self._answer(503, {"Content-Type": "application/problem+json", "Retry-After": str(proxy.retry_after)},
                              json.dumps({"type": "/problems/backend_unavailable", "title": "injected",
                                          "status": 503, "detail": "injected by the test proxy"}).encode())
+
+            def _unframed503(self) -> None:
+                # A proxy's own error page, as HTTP/1.0-minded proxies answer: no Content-Length, the
+                # close ends the body (RFC 9112 section 6.3).
+                self.send_response_only(503)
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                self.wfile.write(b"<html><body>upstream_unavailable</body></html>\n")
+                self.close_connection = True
 
             def _answer(self, status: int, headers: Dict[str, str], data: bytes) -> None:
                 self.send_response(status)

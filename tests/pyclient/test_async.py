@@ -436,5 +436,43 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
             await self.client.redis().get(key)
 
 
+class AsyncFramingTest(unittest.IsolatedAsyncioTestCase):
+    """Answers of a proxy in front of the gateway, as the asyncio transport reads them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=config())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gw.stop()
+
+    async def test_a_proxy_page_ended_by_the_close_is_read_whole_and_renewals_go_on(self):
+        """A proxy answers a status call, then a renewal, with its own HTML 503 page that has no
+        Content-Length and ends with the close (RFC 9112 section 6.3): the page is that answer (a
+        ProblemError carrying it, as the thread client raises), the next call is answered by the gateway, and
+        the lease stays kept. (Caught: the page was left unread on a connection put back in the pool; the
+        next call read its line as a status line and raised IndexError, which also ended the keeper's
+        renewal task without a word: the lease ran out, never marked lost.)"""
+        lock = unique("async-unframed")
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "unframed503" if seen < 1 and (method == "GET" or path.endswith("/renew")) else "forward")
+        self.addCleanup(proxy.close)
+        policy = fencegate.RetryPolicy(attempts=1)
+        async with fencegate.AsyncClient(proxy.url, api_key="", retry=policy) as client:
+            with self.assertRaises(fencegate.ProblemError) as caught:
+                await client.lock_status(lock)
+            self.assertEqual((caught.exception.status, caught.exception.code), (503, "http_503"))
+            self.assertIn("upstream_unavailable", caught.exception.detail)
+            self.assertFalse((await client.lock_status(lock))["held"])
+            async with client.lock(lock, ttl_ms=1200, watch=False) as lease:
+                await asyncio.sleep(4.0)  # the first renewal meets the page, the later ones the gateway
+                self.assertFalse(lease.lost.is_set(), lease.lost_reason)
+                status = await client.lock_status(lock)
+                self.assertEqual((status["held"], status["fence"]), (True, lease.fence))
+        renewals = proxy.seen("POST", f"/v1/locks/{lock}/renew")
+        self.assertGreaterEqual(len(renewals), 4, renewals)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -80,6 +80,10 @@ class AsyncTransport(Endpoint):
         return b"\r\n".join(lines) + b"\r\n"
 
     async def _exchange(self, request: bytes) -> Tuple[int, Dict[str, str], bytes]:
+        """Sends one request and reads its whole answer, framed as RFC 9112 section 6.3 says: no body for
+        a 1xx, 204 or 304, else chunked, else Content-Length, else everything up to the close (what a proxy
+        answering an HTTP/1.0-style error page sends); only a connection whose answer had a length of its
+        own goes back to the pool. An answer that is no HTTP raises ValueError."""
         reader, writer = await self._connection()
         try:
             writer.write(request)
@@ -87,7 +91,7 @@ class AsyncTransport(Endpoint):
             status_line = await reader.readline()
             if not status_line:
                 raise ConnectionResetError("the gateway closed the connection without answering")
-            status = int(status_line.split()[1])
+            version, status = _status_line(status_line)
             answer_headers: Dict[str, str] = {}
             while True:
                 line = (await reader.readline()).decode("latin-1").rstrip("\r\n")
@@ -95,7 +99,10 @@ class AsyncTransport(Endpoint):
                     break
                 name, _, value = line.partition(":")
                 answer_headers[name.strip().lower()] = value.strip()
-            if answer_headers.get("transfer-encoding", "").lower() == "chunked":
+            keep = version == "HTTP/1.1" and answer_headers.get("connection", "").lower() != "close"
+            if status < 200 or status in (204, 304):
+                raw = b""
+            elif answer_headers.get("transfer-encoding", "").lower() == "chunked":
                 raw = b""
                 while True:
                     size = int((await reader.readline()).split(b";")[0], 16)
@@ -103,15 +110,18 @@ class AsyncTransport(Endpoint):
                     if size == 0:
                         break
                     raw += chunk[:-2]
+            elif "content-length" in answer_headers:
+                raw = await reader.readexactly(int(answer_headers["content-length"]))
             else:
-                raw = await reader.readexactly(int(answer_headers.get("content-length", "0")))
+                raw = await reader.read()  # delimited by the close: the connection is done
+                keep = False
         except BaseException:
             writer.close()
             raise
-        if answer_headers.get("connection", "").lower() == "close":
-            writer.close()
-        else:
+        if keep:
             self._idle.append((reader, writer))
+        else:
+            writer.close()
         return status, answer_headers, raw
 
     async def call(self, method: str, path: str, body: Any = None, *, effect: Effect,
@@ -140,6 +150,15 @@ class AsyncTransport(Endpoint):
                 if answer is not None:
                     return answer
             await asyncio.sleep(tries.pause())
+
+
+def _status_line(line: bytes) -> Tuple[str, int]:
+    """The HTTP version and status of an answer's status line; ValueError when it is none (a stray line of
+    an earlier answer's body, a server that speaks no HTTP)."""
+    parts = line.split(None, 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit() or len(parts[1]) != 3:
+        raise ValueError(f"not an HTTP status line: {line[:40]!r}")
+    return parts[0].decode("ascii", "replace"), int(parts[1])
 
 
 class AsyncCalls(Calls[Awaitable[Row]]):
