@@ -11,6 +11,11 @@
 // batches with them, revoking a lock) are sent again only when the request certainly never left (the
 // connection could not be opened).
 //
+// Every 2xx of the gateway is a JSON object, but for its 204 to Prefer: return=minimal. A 2xx that is not
+// comes from something else at the gateway's address (a web server at a wrong URL, a proxy's own page) and
+// says nothing of the call: it is no answer, as a lost reply is (an *UnreachableError with Sent true, retried
+// as the call's effect allows), never a result.
+//
 // A fenced write sent again after a try that may have been applied (it got no answer, or a 5xx: the
 // gateway's own commit may have been lost) is answered for the retry alone: the gateway takes a fence equal
 // to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote, the
@@ -340,6 +345,11 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 		return nil, &UnreachableError{Op: op, Sent: true, Err: err}, r.effect != Once, 0
 	}
 	if resp.StatusCode < 300 {
+		if !gatewaySuccess(resp, raw, r.headers.Get("Prefer") == "return=minimal") {
+			// Something else at the gateway's address answered: no answer of the call, as a lost reply.
+			return nil, &UnreachableError{Op: op, Sent: true, Err: fmt.Errorf("a %d whose body is not the gateway's "+
+				"(Content-Type %q, %d bytes)", resp.StatusCode, resp.Header.Get("Content-Type"), len(raw))}, r.effect != Once, 0
+		}
 		return &answer{status: resp.StatusCode, body: raw}, nil, false, 0
 	}
 	if resp.StatusCode < 400 {
@@ -365,6 +375,21 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 		p.Code = "http_" + strconv.Itoa(resp.StatusCode)
 	}
 	return nil, typedError(p), resp.StatusCode == http.StatusServiceUnavailable && r.effect != Once, retryAfter
+}
+
+// gatewaySuccess says whether a 2xx answer with body raw is one the gateway gives: a JSON object, or no body
+// at all in a 204 to a call that asked for Prefer: return=minimal (minimal). Any other 2xx (an HTML page of a
+// web server at a wrong URL or of a proxy, an empty 200) comes from something else and says nothing of the
+// call.
+func gatewaySuccess(resp *http.Response, raw []byte, minimal bool) bool {
+	if resp.StatusCode == http.StatusNoContent {
+		return minimal && len(raw) == 0
+	}
+	if !strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		return false
+	}
+	var object map[string]json.RawMessage
+	return json.Unmarshal(raw, &object) == nil && object != nil
 }
 
 // redirected is the error of a 3xx answer to op, which the client does not follow.

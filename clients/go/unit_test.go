@@ -909,3 +909,58 @@ func TestUnitFailedFreshRenewalCountsFromTheAcquire(t *testing.T) {
 			time.Since(answered), err)
 	}
 }
+
+// TestUnitA2xxThatIsNotTheGatewaysIsNoAnswer puts a web server that answers every request 200 with an HTML
+// page (a single-page app's fallback at a wrong URL, a captive portal) where the gateway should be: no
+// acquire, write or read takes the page for the gateway's answer. It is no answer, as a lost reply: an
+// *UnreachableError with Sent true, retried as the effect allows, and an acquire gives back what it may have
+// been granted. A 204 only answers a call that asked for Prefer: return=minimal. Broken variant caught: the
+// acquire failed with a *json.SyntaxError and gave nothing back, and a 204 to an acquire made a lease with
+// no token and no fence.
+func TestUnitA2xxThatIsNotTheGatewaysIsNoAnswer(t *testing.T) {
+	var acquires, giveBacks int32
+	status := int32(http.StatusOK)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		if strings.HasSuffix(r.URL.Path, "/acquire") {
+			if body["wait_ms"] == float64(0) {
+				atomic.AddInt32(&giveBacks, 1)
+			} else {
+				atomic.AddInt32(&acquires, 1)
+			}
+		}
+		if atomic.LoadInt32(&status) == http.StatusNoContent {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<!doctype html><html><body>app</body></html>")
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey, Retry: RetryPolicy{Attempts: 2, Backoff: time.Millisecond}})
+	ctx := context.Background()
+	var unreachable *UnreachableError
+	l, err := c.Lock(ctx, "page", LeaseOptions{TTL: 3 * time.Second, Wait: time.Second})
+	if l != nil || !errors.As(err, &unreachable) || !unreachable.Sent {
+		t.Fatalf("an acquire answered a page: %+v, %T %v", l, err, err)
+	}
+	if atomic.LoadInt32(&acquires) != 2 || atomic.LoadInt32(&giveBacks) != 1 {
+		t.Fatalf("an acquire answered a page: %d tries and %d give-backs, expected 2 and 1",
+			atomic.LoadInt32(&acquires), atomic.LoadInt32(&giveBacks))
+	}
+	res, err := c.PG("invoices", "token").Patch(ctx, "1", map[string]any{"status": "paid"})
+	if res != nil || !errors.As(err, &unreachable) || !unreachable.Sent {
+		t.Fatalf("a write answered a page: %+v, %T %v", res, err, err)
+	}
+	if _, err := c.LockStatus(ctx, "page"); !errors.As(err, &unreachable) {
+		t.Fatalf("a status answered a page: %T %v", err, err)
+	}
+	atomic.StoreInt32(&status, http.StatusNoContent)
+	if l, err := c.Lock(ctx, "page", LeaseOptions{NoRenew: true, Wait: TryOnce}); l != nil || !errors.As(err, &unreachable) {
+		t.Fatalf("an acquire answered 204: %+v, %T %v", l, err, err)
+	}
+	if res, err := c.PG("invoices", "token").ReturnMinimal().Patch(ctx, "1", map[string]any{"a": 1}); err != nil || !res.Minimal {
+		t.Fatalf("a minimal write answered 204: %+v %v", res, err)
+	}
+}

@@ -146,6 +146,31 @@ class AttemptsTest(unittest.TestCase):
         tries.answered(409, JSON, stale)
         self.assertRaises(fencegate.StaleFence, tries.pause)
 
+    def test_a_2xx_that_is_not_the_gateways_is_no_answer(self):
+        """A 2xx is the gateway's only as a JSON object, or as the 204 a call with Prefer: return=minimal
+        asked for: an HTML page (a web server at a wrong URL, a proxy's page), an empty 200, a JSON text
+        that is no object, or a 204 nobody asked for is no answer, retried as its effect allows, and then
+        GatewayUnreachable with sent true (a write's outcome unknown). (Caught: it was returned as the
+        result: an acquire raised TypeError, no FencegateError; a write answered the HTML text as if
+        applied; a renewal answered so killed the keeper's thread.)"""
+        html = {"content-type": "text/html"}
+        for status, headers, raw in ((200, html, b"<!doctype html><p>app</p>"), (200, JSON, b""),
+                                     (200, JSON, b'"ok"'), (201, JSON, b"[1]"), (204, {}, b"")):
+            tries = Attempts(RetryPolicy(attempts=2, budget_s=60.0), Effect.IDEMPOTENT, "PATCH /v1/pg/t/1", write=True)
+            self.assertIsNone(tries.answered(status, headers, raw), raw)
+            self.assertGreater(tries.pause(), 0.0)
+            self.assertIsNone(tries.answered(status, headers, raw))
+            with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+                tries.pause()
+            self.assertTrue(caught.exception.sent)
+            self.assertIn(f"a {status} whose body is not the gateway's", str(caught.exception))
+        once = Attempts(RetryPolicy(), Effect.ONCE, "POST /v1/pg/t", write=True)
+        self.assertIsNone(once.answered(201, html, b"<p>created?</p>"))
+        self.assertRaises(fencegate.GatewayUnreachable, once.pause)
+        minimal = Attempts(RetryPolicy(), Effect.IDEMPOTENT, "PATCH /v1/pg/t/1", write=True, minimal=True)
+        self.assertEqual(minimal.answered(204, {}, b"").status, 204)
+        self.assertEqual(minimal.answered(200, JSON, b'{"applied": true}').body, {"applied": True})
+
     def test_a_refusal_is_not_retried(self):
         tries = Attempts(RetryPolicy(), Effect.IDEMPOTENT)
         self.assertIsNone(tries.answered(409, JSON, b'{"type": "/problems/lock_busy", "status": 409}'))

@@ -8,6 +8,8 @@ lease semantics (test_leases.py).
 """
 
 import asyncio
+import http.server
+import json
 import os
 import socket
 import sys
@@ -471,6 +473,56 @@ class RetryTest(unittest.TestCase):
         self.assertLess(time.monotonic() - started, 2.5)
         with self.assertRaises(fencegate.LeaseLost):
             lease.release()
+
+
+class NotTheGatewayTest(unittest.TestCase):
+    """A web server at the gateway's URL that answers 200 with an HTML page to every request (a single-page
+    app's fallback, a captive portal): nothing it answers is taken for the gateway's answer."""
+
+    def setUp(self):
+        seen = self.seen = []
+
+        class Page(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                seen.append((self.command, self.path, self.rfile.read(length) if length else b""))
+                page = b"<!doctype html><html><body>app</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.client = fencegate.Client(f"http://127.0.0.1:{server.server_address[1]}", api_key="",
+                                       retry=fencegate.RetryPolicy(attempts=2, budget_s=5.0))
+        self.addCleanup(self.client.close)
+
+    def test_a_page_answered_200_is_no_grant_no_write_and_no_read(self):
+        """(Caught: an acquire raised TypeError, no FencegateError, and gave nothing back; a write and a read
+        returned the page's text as their result.)"""
+        with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            self.client.lock(unique("page"), ttl_ms=3000).acquire()
+        self.assertTrue(caught.exception.sent)
+        acquires = [body for method, path, body in self.seen if path.endswith("/acquire")]
+        self.assertEqual(len(acquires), 4, "two tries, then the give-back of what they may have been granted "
+                         "(as after a lost reply: retried as the policy allows)")
+        self.assertEqual(json.loads(acquires[-1])["wait_ms"], 0)
+        with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            self.client.pg("invoices", token="t").patch(1, status="paid")
+        self.assertTrue(caught.exception.sent, "a write answered so may have been applied")
+        self.assertRaises(fencegate.GatewayUnreachable, self.client.pg("invoices").get, 1)
+        self.assertRaises(fencegate.GatewayUnreachable, self.client.lock_status, "x")
 
 
 if __name__ == "__main__":

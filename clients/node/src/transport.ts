@@ -21,6 +21,10 @@
  * Before each try of a write, its lease is checked again: a lease known lost sends nothing more.
  *
  * Only a 2xx answer is a success: a 3xx is a RedirectError (never followed), a 4xx or 5xx a ProblemError.
+ * And only a 2xx the gateway gives: a JSON object, or its 204 to Prefer: return=minimal. Another 2xx (an
+ * HTML page of a web server at a wrong URL, a proxy's own page, an empty 200) comes from something else at
+ * the gateway's address and says nothing of the call: it is no answer, as a lost reply (an UnreachableError,
+ * sent, retried as the call's effect allows), never a result.
  */
 
 import { readFileSync } from "node:fs";
@@ -155,6 +159,15 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  */
 function mayHaveApplied(error: Error): boolean {
   return (error instanceof UnreachableError && error.sent) || (error instanceof ProblemError && error.status >= 500);
+}
+
+/**
+ * Whether a 2xx answer is one the gateway gives: a JSON object (raw, read as JSON since its Content-Type says
+ * json, as body), or no body at all in a 204 to a call that asked for Prefer: return=minimal.
+ */
+function gatewaySuccess(status: number, raw: string, json: boolean, body: unknown, minimal: boolean): boolean {
+  if (status === 204) return minimal && raw === "";
+  return json && body !== null && typeof body === "object" && !Array.isArray(body);
 }
 
 /** What ended a call (a lease check's error, an abort's reason) as an Error, the last of an OutcomeUnknownError. */
@@ -328,6 +341,13 @@ export class Transport {
           }
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
+            if (!gatewaySuccess(status, raw, json, body, call.headers?.Prefer === "return=minimal")) {
+              // Something else at the gateway's address answered: no answer of the call, as a lost reply.
+              settle({ error: new UnreachableError(`${op}: no answer from the gateway: a ${status} whose body is not `
+                + `the gateway's (Content-Type ${JSON.stringify(res.headers["content-type"] ?? "")}, ${raw.length} `
+                + "characters)", true), again: call.effect !== "once" });
+              return;
+            }
             settle({ answer: { status, body }, again: false });
             return;
           }

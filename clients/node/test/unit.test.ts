@@ -80,6 +80,40 @@ test("Prefer: return=minimal and its 204", async () => {
   server.close();
 });
 
+test("a 2xx that is not the gateway's (an HTML page, a 204 nobody asked for) is no answer, never a result", async () => {
+  // A web server answering every request 200 with a page where the gateway should be (a single-page app's
+  // fallback at a wrong URL, a captive portal). Broken variant caught: lock() resolved a "held" lease whose
+  // token, fence and TTL were undefined, its writes sent "Fence-Token: undefined", and a write resolved to
+  // the page's text.
+  let status = 200;
+  let acquires = 0;
+  let giveBacks = 0;
+  const { url, server } = await serve((req, res) => {
+    let text = "";
+    req.on("data", (chunk: Buffer) => { text += chunk.toString(); });
+    req.on("end", () => {
+      if (req.url?.endsWith("/acquire")) {
+        if ((JSON.parse(text) as { wait_ms?: number }).wait_ms === 0) giveBacks++;
+        else acquires++;
+      }
+      if (status === 204) res.writeHead(204).end();
+      else res.writeHead(200, { "Content-Type": "text/html" }).end("<!doctype html><html><body>app</body></html>");
+    });
+  });
+  const c = new Client({ url, apiKey: "", retry: { attempts: 2, backoffMs: 1 } });
+  const unanswered = (e: unknown): boolean => e instanceof UnreachableError && e.sent;
+  await assert.rejects(c.lock("page", { ttlMs: 3000, waitMs: 1000, renew: false }), unanswered);
+  // Two tries, then the give-back of what they may have been granted (GIVE_BACK_RETRY: three tries).
+  assert.deepEqual([acquires, giveBacks], [2, 3]);
+  await assert.rejects(c.pg("invoices", "token").patch("1", { status: "paid" }), unanswered);
+  await assert.rejects(c.lockStatus("page"), UnreachableError);
+  status = 204;
+  await assert.rejects(c.lock("page", { waitMs: 0, renew: false }), UnreachableError);
+  assert.deepEqual(await c.pg("invoices", "token").returnMinimal().patch("1", { a: 1 }), { applied: true, minimal: true });
+  c.close();
+  server.close();
+});
+
 test("HTTPS verifies the gateway against the CA file", async () => {
   const dir = mkdtempSync(join(tmpdir(), "fg-node-tls-"));
   execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",

@@ -134,7 +134,8 @@ class AsyncTransport(Endpoint):
         # Built before any try: a request that cannot be encoded never leaves, and is no try.
         head = self._head(method, target, self.headers(body, headers))
         limit = (self.timeout if timeout is None else timeout) + wait_s
-        tries = Attempts(retry or self.retry, effect, f"{method} {target}", write, check)
+        tries = Attempts(retry or self.retry, effect, f"{method} {target}", write, check,
+                         minimal=(headers or {}).get("Prefer") == "return=minimal")
         while True:
             tries.before_try()
             data = encode(body) or b""

@@ -28,6 +28,13 @@ write there, unsent.
 
 An idle keep-alive connection that the gateway closed is noticed before it is used, so such a close
 never turns into an ambiguous failure.
+
+Every 2xx of the gateway is a JSON object, but for its 204 to ``Prefer: return=minimal``. A 2xx that is
+not (an HTML page, an empty body, a 204 the call did not ask for) comes from something else at the
+gateway's address (a web server at a wrong URL, a proxy's own page) and says nothing of the call: it is
+no answer, as a lost reply is (:class:`~fencegate.errors.GatewayUnreachable` with ``sent`` true, retried
+as its effect allows; an acquire gives back what it may have been granted; a write's outcome is unknown),
+never a result.
 """
 
 from __future__ import annotations
@@ -344,15 +351,17 @@ class Attempts:
 
     op: the call, for messages ("PATCH /v1/pg/t/1"). write: a fenced write or a revoke, whose failure after
     a try that may have been applied raises OutcomeUnknown. check: asked before every try but the first
-    (:meth:`before_try`); what it raises ends the call."""
+    (:meth:`before_try`); what it raises ends the call. minimal: the call asked for ``Prefer:
+    return=minimal``, so a 204 without a body is the gateway's answer to it."""
 
     def __init__(self, policy: RetryPolicy, effect: Effect, op: str = "", write: bool = False,
-                 check: Optional[Callable[[], None]] = None) -> None:
+                 check: Optional[Callable[[], None]] = None, minimal: bool = False) -> None:
         self.policy = policy
         self.effect = effect
         self.op = op
         self.write = write
         self.check = check
+        self.minimal = minimal
         self.attempt = 0
         self.waited = 0.0
         self._error: Exception = GatewayUnreachable("no try yet")
@@ -380,9 +389,14 @@ class Attempts:
             raise self._final() from None
 
     def answered(self, status: int, headers: Dict[str, str], raw: bytes) -> Optional[Answer]:
-        """The answer of a try that got one, or None for an error answer (then ask :meth:`pause`)."""
-        self.attempt += 1
+        """The answer of a try that got one, or None for an error answer, or for a 2xx that is no answer of
+        the gateway's (see :func:`gateway_success`; then ask :meth:`pause`)."""
         answer, problem, again, retry_after = judge(status, headers, raw, self.effect)
+        if problem is None and not gateway_success(answer, self.minimal):
+            self.no_answer(f"{self.op}: no answer from the gateway: a {status} whose body is not the gateway's "
+                           f"(Content-Type {headers.get('content-type', 'none')!r}, {len(raw)} bytes)")
+            return None
+        self.attempt += 1
         if problem is None:
             return answer
         self._failed(problem, again, retry_after)
@@ -418,6 +432,14 @@ class Attempts:
         if isinstance(error, GatewayUnreachable) and self._unanswered:
             error.sent = True
         return error
+
+
+def gateway_success(answer: Answer, minimal: bool) -> bool:
+    """Whether a 2xx is one the gateway gives: a JSON object, or no body at all in a 204 to a call that asked
+    for ``Prefer: return=minimal``."""
+    if answer.status == 204:
+        return minimal and answer.body is None
+    return isinstance(answer.body, dict)
 
 
 def _may_have_applied(error: Exception) -> bool:
@@ -484,7 +506,8 @@ class Transport(Endpoint):
     def _with_retries(self, method: str, target: str, body: Any, headers: Dict[str, bytes],
                       effect: Effect, timeout: float, conn: Connection, policy: RetryPolicy,
                       write: bool = False, check: Optional[Callable[[], None]] = None) -> Answer:
-        tries = Attempts(policy, effect, f"{method} {target}", write, check)
+        tries = Attempts(policy, effect, f"{method} {target}", write, check,
+                         minimal=headers.get("Prefer") == b"return=minimal")
         while True:
             tries.before_try()
             try:
