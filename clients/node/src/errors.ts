@@ -216,7 +216,9 @@ export function problemError(status: number, body: unknown, requestId?: string, 
   const problem = body !== null && typeof body === "object" ? (body as Record<string, unknown>) : {};
   const type = typeof problem.type === "string" ? problem.type : "";
   const code = type.startsWith("/problems/") ? type.slice("/problems/".length) : `http_${status}`;
-  const Class = PROBLEM_CLASSES[code] ?? ProblemError;
+  // Its own members only: a type naming one of Object.prototype's ("/problems/constructor", "toString") is
+  // no code of the gateway's, and must not pick a function that is no error class.
+  const Class = Object.prototype.hasOwnProperty.call(PROBLEM_CLASSES, code) ? PROBLEM_CLASSES[code]! : ProblemError;
   const detail = typeof problem.detail === "string" ? problem.detail : typeof body === "string" ? body.slice(0, 200) : "";
   const title = typeof problem.title === "string" ? problem.title : "";
   return new Class({ status, code, title, detail, problem, requestId, retryAfter });

@@ -114,6 +114,26 @@ test("a 2xx that is not the gateway's (an HTML page, a 204 nobody asked for) is 
   server.close();
 });
 
+test("a problem type naming a member of Object.prototype is a plain ProblemError", async () => {
+  // Broken variant caught: "/problems/constructor" made a plain object of the error (no Error, no status),
+  // and "/problems/toString" threw a TypeError in the answer's "end" handler: an uncaught exception that
+  // ended the process, from whatever answered at the gateway's address.
+  for (const code of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+    const error = problemError(409, { type: `/problems/${code}`, status: 409 });
+    assert.ok(error instanceof ProblemError, code);
+    assert.equal(error.constructor, ProblemError, code);
+    assert.deepEqual([error.status, error.code], [409, code]);
+  }
+  const { url, server } = await serve((_req, res) => {
+    res.writeHead(409, { "Content-Type": "application/problem+json" })
+      .end(JSON.stringify({ type: "/problems/toString", status: 409 }));
+  });
+  const c = new Client({ url, apiKey: "" });
+  await assert.rejects(c.lockStatus("x"), (e: unknown) => e instanceof ProblemError && e.code === "toString");
+  c.close();
+  server.close();
+});
+
 test("HTTPS verifies the gateway against the CA file", async () => {
   const dir = mkdtempSync(join(tmpdir(), "fg-node-tls-"));
   execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
