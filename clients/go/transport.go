@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
 	"net"
 	"net/http"
@@ -436,11 +437,19 @@ func handshakeRefused(err error) bool {
 		errors.As(err, &op) && (op.Op == "remote error" || op.Op == "local error")
 }
 
-// parseRetryAfter reads the delay-seconds form of Retry-After (the gateway sends no dates).
+// parseRetryAfter reads the delay-seconds form of Retry-After (the gateway sends no dates). A delay past
+// what a time.Duration holds (about 292 years, "1e400" included) is the longest one, which no retry budget
+// waits out: converted as it is, it wrapped to a negative duration, read as no Retry-After at all.
 func parseRetryAfter(value string) time.Duration {
 	seconds, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-	if err != nil || seconds < 0 {
+	if errors.Is(err, strconv.ErrRange) && seconds > 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	if err != nil || !(seconds >= 0) {
 		return 0
+	}
+	if seconds >= float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(seconds * float64(time.Second))
 }

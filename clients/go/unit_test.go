@@ -964,3 +964,32 @@ func TestUnitA2xxThatIsNotTheGatewaysIsNoAnswer(t *testing.T) {
 		t.Fatalf("a minimal write answered 204: %+v %v", res, err)
 	}
 }
+
+// TestUnitAHugeRetryAfterEndsTheRetries answers 503 with a Retry-After longer than any budget: the call is
+// not tried again. Broken variant caught: a delay past what a time.Duration holds ("99999999999", "1e400")
+// wrapped to a negative duration or failed to parse, was read as no Retry-After at all, and the call was
+// retried at once with the backoff, against a backend that had asked to be left alone.
+func TestUnitAHugeRetryAfterEndsTheRetries(t *testing.T) {
+	for _, value := range []string{"99999999999", "1e400", "3600"} {
+		var tries int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			atomic.AddInt32(&tries, 1)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.Header().Set("Retry-After", value)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"type": "/problems/backend_unavailable", "status": 503}`)
+		}))
+		c, _ := New(Config{URL: srv.URL, APIKey: NoKey, Retry: RetryPolicy{Attempts: 5, Budget: time.Minute, Backoff: time.Millisecond}})
+		_, err := c.LockStatus(context.Background(), "x")
+		var busy *BackendUnavailableError
+		if !errors.As(err, &busy) || busy.RetryAfter < time.Hour || atomic.LoadInt32(&tries) != 1 {
+			t.Errorf("Retry-After %s: %v (RetryAfter %v) after %d tries, expected one", value, err, busy, atomic.LoadInt32(&tries))
+		}
+		srv.Close()
+	}
+	for value, want := range map[string]time.Duration{"1": time.Second, "0.5": 500 * time.Millisecond, "-1": 0, "NaN": 0, "x": 0} {
+		if got := parseRetryAfter(value); got != want {
+			t.Errorf("Retry-After %q read as %v, expected %v", value, got, want)
+		}
+	}
+}
