@@ -323,6 +323,16 @@ func (c *Client) giveBack(path string, fields map[string]any, release releaseOf)
 	_, _ = c.call(ctx, request{method: "POST", path: releasePath, body: jsonBody(body), effect: Idempotent, retry: &noRetry})
 }
 
+// noGrant is the error of an acquire at path answered a JSON object that is no grant (no token, no fence:
+// something else at the gateway's address answered), or one that does not decode (err): no answer of the
+// gateway's, never a lease without a token.
+func noGrant(path string, err error) error {
+	if err == nil {
+		err = errors.New("an answer without a token and a fence is no grant")
+	}
+	return &UnreachableError{Op: "POST " + path, Sent: true, Err: err}
+}
+
 // Lock acquires a lease on the lock name, waiting up to o.Wait in the gateway's FIFO queue (cancelling ctx
 // ends the wait, and gives back a grant that came as it ended: see sendAcquire), and keeps it alive in the
 // background until Release. Without o.Wait the gateway waits as its defaults.wait_ms says, and the call
@@ -359,8 +369,8 @@ func (c *Client) acquire(ctx context.Context, kind, name string, limit int, o Le
 		return nil, err
 	}
 	var res acquireResult
-	if err := a.decode(&res); err != nil {
-		return nil, err
+	if err := a.decode(&res); err != nil || res.Token == "" || res.Fence <= 0 {
+		return nil, noGrant(l.path()+"/acquire", err)
 	}
 	l.Token, l.Fence, l.TTL = res.Token, res.Fence, time.Duration(res.TTLms)*time.Millisecond
 	l.ExpiresAt = time.UnixMilli(res.ExpiresAtMs)
@@ -562,8 +572,13 @@ func (c *Client) LockSet(ctx context.Context, names []string, o LeaseOptions) (*
 			ExpiresAtMs int64  `json:"expires_at_ms"`
 		} `json:"locks"`
 	}
-	if err := a.decode(&res); err != nil {
-		return nil, err
+	if err := a.decode(&res); err != nil || len(res.Locks) == 0 {
+		return nil, noGrant("/v1/locksets/acquire", err)
+	}
+	for _, item := range res.Locks {
+		if item.Lock == "" || item.Token == "" || item.Fence <= 0 {
+			return nil, noGrant("/v1/locksets/acquire", nil)
+		}
 	}
 	var watches []watch
 	for _, item := range res.Locks {

@@ -914,12 +914,14 @@ func TestUnitFailedFreshRenewalCountsFromTheAcquire(t *testing.T) {
 // page (a single-page app's fallback at a wrong URL, a captive portal) where the gateway should be: no
 // acquire, write or read takes the page for the gateway's answer. It is no answer, as a lost reply: an
 // *UnreachableError with Sent true, retried as the effect allows, and an acquire gives back what it may have
-// been granted. A 204 only answers a call that asked for Prefer: return=minimal. Broken variant caught: the
+// been granted. A 204 only answers a call that asked for Prefer: return=minimal, and a JSON object is no
+// grant without a token and a fence, nor a write's success without "applied": true. Broken variant caught: the
 // acquire failed with a *json.SyntaxError and gave nothing back, and a 204 to an acquire made a lease with
 // no token and no fence.
 func TestUnitA2xxThatIsNotTheGatewaysIsNoAnswer(t *testing.T) {
 	var acquires, giveBacks int32
 	status := int32(http.StatusOK)
+	jsonService := false
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&body)
@@ -932,6 +934,11 @@ func TestUnitA2xxThatIsNotTheGatewaysIsNoAnswer(t *testing.T) {
 		}
 		if atomic.LoadInt32(&status) == http.StatusNoContent {
 			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if jsonService {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"status": "ok"}`)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html")
@@ -962,6 +969,20 @@ func TestUnitA2xxThatIsNotTheGatewaysIsNoAnswer(t *testing.T) {
 	}
 	if res, err := c.PG("invoices", "token").ReturnMinimal().Patch(ctx, "1", map[string]any{"a": 1}); err != nil || !res.Minimal {
 		t.Fatalf("a minimal write answered 204: %+v %v", res, err)
+	}
+	// Another JSON service at the gateway's URL, answering {"status": "ok"} to everything: no lease, no
+	// write applied. Broken variant caught: a lease with an empty token and fence 0, and a write that
+	// answered a result with Applied false and no error.
+	atomic.StoreInt32(&status, http.StatusOK)
+	jsonService = true
+	if l, err := c.Lock(ctx, "json", LeaseOptions{NoRenew: true, Wait: TryOnce}); l != nil || !errors.As(err, &unreachable) || !unreachable.Sent {
+		t.Fatalf("an acquire answered a JSON object that is no grant: %+v, %T %v", l, err, err)
+	}
+	if s, err := c.LockSet(ctx, []string{"a", "b"}, LeaseOptions{NoRenew: true, Wait: TryOnce}); s != nil || !errors.As(err, &unreachable) {
+		t.Fatalf("a lock set answered a JSON object that is no grant: %+v, %T %v", s, err, err)
+	}
+	if res, err := c.PG("invoices", "token").Patch(ctx, "1", map[string]any{"a": 1}); res != nil || !errors.As(err, &unreachable) || !unreachable.Sent {
+		t.Fatalf("a write answered a JSON object that does not say applied: %+v, %T %v", res, err, err)
 	}
 }
 

@@ -10,6 +10,7 @@ package fencegate
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 )
 
@@ -71,7 +72,15 @@ func (c *Client) write(ctx context.Context, h holder, minimal bool, method, path
 		return &WriteResult{Applied: true, Minimal: true}, nil
 	}
 	var res WriteResult
-	return &res, a.decode(&res)
+	if err := a.decode(&res); err != nil || !res.Applied {
+		// Every write the gateway answers 2xx says "applied": true; another 2xx came from something else
+		// at its address, and the write's outcome is unknown.
+		if err == nil {
+			err = fmt.Errorf("a %d that does not say \"applied\": true", a.status)
+		}
+		return nil, &UnreachableError{Op: method + " " + path, Sent: true, Err: err}
+	}
+	return &res, nil
 }
 
 func (c *Client) read(ctx context.Context, path string) (*ReadResult, error) {

@@ -481,6 +481,7 @@ class NotTheGatewayTest(unittest.TestCase):
 
     def setUp(self):
         seen = self.seen = []
+        answer = self.answer = {"type": "text/html", "body": b"<!doctype html><html><body>app</body></html>"}
 
         class Page(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -491,9 +492,9 @@ class NotTheGatewayTest(unittest.TestCase):
             def _any(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 seen.append((self.command, self.path, self.rfile.read(length) if length else b""))
-                page = b"<!doctype html><html><body>app</body></html>"
+                page = answer["body"]
                 self.send_response(200)
-                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Type", answer["type"])
                 self.send_header("Content-Length", str(len(page)))
                 self.end_headers()
                 self.wfile.write(page)
@@ -523,6 +524,23 @@ class NotTheGatewayTest(unittest.TestCase):
         self.assertTrue(caught.exception.sent, "a write answered so may have been applied")
         self.assertRaises(fencegate.GatewayUnreachable, self.client.pg("invoices").get, 1)
         self.assertRaises(fencegate.GatewayUnreachable, self.client.lock_status, "x")
+
+    def test_a_json_object_without_a_grant_is_no_lease_and_no_write(self):
+        """Another JSON service at the gateway's URL, answering {"status": "ok"} to everything: an acquire
+        answered so holds no lease, a write answered so was not applied by the gateway. (Caught: the acquire
+        raised KeyError, no FencegateError; the write returned {"status": "ok"} as its result.)"""
+        self.answer.update(type="application/json", body=b'{"status": "ok"}')
+        for acquire in (lambda: self.client.lock(unique("json"), ttl_ms=3000).acquire(),
+                        lambda: self.client.lockset([unique("json-a"), unique("json-b")], ttl_ms=3000).acquire()):
+            with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+                acquire()
+            self.assertTrue(caught.exception.sent)
+            self.assertIn("no grant", str(caught.exception))
+        for write in (lambda t: t.patch(1, status="paid"), lambda t: t.insert(id="1")):
+            with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+                write(self.client.pg("invoices", token="t"))
+            self.assertTrue(caught.exception.sent, "a write answered so may have been applied")
+        self.assertEqual(self.client.lock_status("x"), {"status": "ok"}, "reads are not judged by their members")
 
 
 if __name__ == "__main__":

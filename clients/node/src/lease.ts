@@ -14,7 +14,8 @@
 
 import { randomBytes } from "node:crypto";
 
-import { FencegateError, LeaseLostError, MaxHoldExceededError, ProblemError, leaseLost } from "./errors.js";
+import { FencegateError, LeaseLostError, MaxHoldExceededError, ProblemError, UnreachableError, leaseLost }
+  from "./errors.js";
 import { Grant, Keeper, RenewCall, Watch } from "./keeper.js";
 import { Call, NO_RETRY, RetryPolicy, Transport, segment } from "./transport.js";
 import { CallOptions, Holder, PgTable, RedisKeys } from "./writes.js";
@@ -233,8 +234,9 @@ async function acquireCall(transport: Transport, path: string, body: Record<stri
   options.signal?.throwIfAborted();
   let unanswered = false;
   try {
-    return (await transport.call({ method: "POST", path, effect: "idempotent", body: acquireBody(body, options.waitMs),
-      waitMs: gatewayWaitMs(options.waitMs), signal: options.signal, unanswered: () => { unanswered = true; } })).body;
+    return granted(path, (await transport.call({ method: "POST", path, effect: "idempotent",
+      body: acquireBody(body, options.waitMs), waitMs: gatewayWaitMs(options.waitMs), signal: options.signal,
+      unanswered: () => { unanswered = true; } })).body);
   } catch (e) {
     const answered5xx = e instanceof ProblemError && e.status >= 500;
     if (options.signal?.aborted) {
@@ -248,6 +250,31 @@ async function acquireCall(transport: Transport, path: string, body: Record<stri
   }
 }
 
+/** Whether value is a fence: a positive integer, exact as a bigint. */
+function isFence(value: unknown): boolean {
+  return typeof value === "bigint" ? value > 0n : Number.isSafeInteger(value) && (value as number) > 0;
+}
+
+/**
+ * The answer of the acquire at path, if it is a grant: a non-empty token and a positive fence (for a lock
+ * set, each of its locks with its lock name too). Anything else, a JSON object from something else at the
+ * gateway's address, is no answer of the gateway's: an UnreachableError, sent, never a lease whose token
+ * is undefined.
+ */
+function granted(path: string, answer: any): any {
+  const grant = (item: any): boolean => item !== null && typeof item === "object" && typeof item.token === "string"
+    && item.token !== "" && isFence(item.fence);
+  const ok = path.endsWith("/v1/locksets/acquire")
+    ? Array.isArray(answer?.locks) && answer.locks.length > 0
+      && answer.locks.every((lock: any) => grant(lock) && typeof lock.lock === "string")
+    : grant(answer);
+  if (!ok) {
+    throw new UnreachableError(`POST ${path}: no answer from the gateway: an answer without a token and a fence is no grant`,
+      true);
+  }
+  return answer;
+}
+
 /**
  * Asks once more for the acquire of body at path, under its request_id and without waiting (wait_ms 0),
  * and releases what that answers: the lease the gateway granted as the caller went, if it did. A refusal
@@ -259,8 +286,8 @@ async function acquireCall(transport: Transport, path: string, body: Record<stri
 async function giveBack(transport: Transport, path: string, body: Record<string, unknown>,
   release: (answer: any) => Call, retry: RetryPolicy): Promise<boolean> {
   try {
-    const answer = (await transport.call({ method: "POST", path, effect: "idempotent", body: { ...body, wait_ms: 0 },
-      retry })).body;
+    const answer = granted(path, (await transport.call({ method: "POST", path, effect: "idempotent",
+      body: { ...body, wait_ms: 0 }, retry })).body);
     await transport.call({ ...release(answer), retry });
     return true;
   } catch (e) {

@@ -6,7 +6,7 @@
  * (the Holder does, before each try of a write, retries included, and hears about refusals after it).
  */
 
-import { OutcomeUnknownError, ProblemError } from "./errors.js";
+import { OutcomeUnknownError, ProblemError, UnreachableError } from "./errors.js";
 import { Effect, Transport, segment } from "./transport.js";
 
 export type Row = Record<string, unknown>;
@@ -73,7 +73,14 @@ async function send(transport: Transport, holder: Holder, minimal: boolean, meth
     // The lease is checked again before every try: a retry must not go out once the lease is known lost.
     const answer = await transport.call({ method, path, body, headers, effect, signal: options?.signal, write: true,
       check: () => void holder.token() });
-    return answer.status === 204 ? { applied: true, minimal: true } : answer.body as WriteResult;
+    if (answer.status === 204) return { applied: true, minimal: true };
+    // Every write the gateway answers 2xx says "applied": true; another 2xx came from something else at its
+    // address, and the write's outcome is unknown.
+    if (answer.body?.applied !== true) {
+      throw new UnreachableError(`${method} ${path}: no answer from the gateway: a ${answer.status} that does not `
+        + 'say "applied": true', true);
+    }
+    return answer.body as WriteResult;
   } catch (e) {
     // A 410 ends the lease all the same, also when it answered the retry of a write whose outcome is unknown;
     // a LeaseLostError of the holder's own check before a retry (status 0: the lease lost, or released) is

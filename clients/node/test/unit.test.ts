@@ -97,6 +97,7 @@ test("a 2xx that is not the gateway's (an HTML page, a 204 nobody asked for) is 
         else acquires++;
       }
       if (status === 204) res.writeHead(204).end();
+      else if (status === 0) res.writeHead(200, { "Content-Type": "application/json" }).end('{"status": "ok"}');
       else res.writeHead(200, { "Content-Type": "text/html" }).end("<!doctype html><html><body>app</body></html>");
     });
   });
@@ -110,6 +111,13 @@ test("a 2xx that is not the gateway's (an HTML page, a 204 nobody asked for) is 
   status = 204;
   await assert.rejects(c.lock("page", { waitMs: 0, renew: false }), UnreachableError);
   assert.deepEqual(await c.pg("invoices", "token").returnMinimal().patch("1", { a: 1 }), { applied: true, minimal: true });
+  // Another JSON service at the gateway's URL, answering {"status": "ok"} to everything: no lease (broken
+  // variant caught: a lease whose token and fence were undefined), no write applied (one that resolved to
+  // {"status": "ok"}).
+  status = 0;
+  await assert.rejects(c.lock("json", { waitMs: 0, renew: false }), (e: unknown) => unanswered(e) && /no grant/.test(String(e)));
+  await assert.rejects(c.lockSet(["a", "b"], { waitMs: 0, renew: false }), unanswered);
+  await assert.rejects(c.pg("invoices", "token").patch("1", { a: 1 }), unanswered);
   c.close();
   server.close();
 });

@@ -36,7 +36,7 @@ from .errors import (FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExcee
                      lease_lost)
 from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, shortest_grant, watch_failed,
                      watch_pause, watch_query, watch_verdict)
-from .lease import (_acquire_body, _gateway_wait_s, _give_back_body, _give_back_retry, _lease_body, _lease_release,
+from .lease import (_acquire_body, granted, _gateway_wait_s, _give_back_body, _give_back_retry, _lease_body, _lease_release,
                     _LostState, _Release, _release_failed, _release_unraised, _request_id, _set_release, _whole_ms,
                     losing_reason)
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
@@ -173,7 +173,7 @@ class AsyncCalls(Calls[Awaitable[Row]]):
         headers = write_headers(holder, minimal)
         try:
             return write_result(await self._transport.call(method, path, body, effect=effect, headers=headers,
-                                                           write=True, check=holder.check))
+                                                           write=True, check=holder.check), f"{method} {path}")
         except (ProblemError, OutcomeUnknown) as e:
             refused(holder, e)
             raise
@@ -328,8 +328,9 @@ class _AsyncLeaseBase:
         5xx, first gives back what the gateway may have granted."""
         transport = self._client.transport
         try:
-            return (await transport.call("POST", path, _acquire_body(self._body, self._wait_ms),
-                                         effect=Effect.IDEMPOTENT, wait_s=_gateway_wait_s(self._wait_ms))).body
+            return granted(path, (await transport.call("POST", path, _acquire_body(self._body, self._wait_ms),
+                                                       effect=Effect.IDEMPOTENT,
+                                                       wait_s=_gateway_wait_s(self._wait_ms))).body)
         except BaseException as e:
             retry = _give_back_retry(e, transport.retry)
             if retry is not None:
@@ -340,9 +341,9 @@ class _AsyncLeaseBase:
         """As :func:`fencegate.lease._give_back`, awaited."""
         transport = self._client.transport
         with contextlib.suppress(FencegateError):
-            granted = (await transport.call("POST", path, _give_back_body(self._body), effect=Effect.IDEMPOTENT,
-                                            retry=retry)).body
-            release_path, release_body = release(granted)
+            grant = granted(path, (await transport.call("POST", path, _give_back_body(self._body),
+                                                        effect=Effect.IDEMPOTENT, retry=retry)).body)
+            release_path, release_body = release(grant)
             await transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=retry)
 
     async def _acquired(self, sent_at: float, watches: List[Tuple[str, int]]) -> None:

@@ -322,13 +322,36 @@ def _acquire(transport: Transport, path: str, body: Dict[str, Any], wait_ms: Opt
     failure is raised, as it was, only once :func:`_give_back` has asked for that grant and released it,
     tried as :func:`_give_back_retry` says."""
     try:
-        return transport.call("POST", path, _acquire_body(body, wait_ms), effect=Effect.IDEMPOTENT,
-                              wait_s=_gateway_wait_s(wait_ms)).body
+        return granted(path, transport.call("POST", path, _acquire_body(body, wait_ms), effect=Effect.IDEMPOTENT,
+                                            wait_s=_gateway_wait_s(wait_ms)).body)
     except BaseException as e:
         retry = _give_back_retry(e, transport.retry)
         if retry is not None:
             _give_back(transport, path, body, release, retry)
         raise
+
+
+def _fence(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def granted(path: str, answer: Any) -> Dict[str, Any]:
+    """The answer of the acquire at path, if it is a grant: a non-empty ``token`` and a positive ``fence``
+    (for a lock set, each of its ``locks`` with its ``lock`` name too). Anything else, a JSON object from
+    something else at the gateway's address, is no answer of the gateway's: GatewayUnreachable with
+    ``sent`` true, never a lease without a token."""
+    if path.endswith("/v1/locksets/acquire"):
+        locks = answer.get("locks") if isinstance(answer, dict) else None
+        ok = isinstance(locks, list) and len(locks) > 0 and all(
+            isinstance(lock, dict) and isinstance(lock.get("lock"), str) and isinstance(lock.get("token"), str)
+            and lock["token"] != "" and _fence(lock.get("fence")) for lock in locks)
+    else:
+        ok = (isinstance(answer, dict) and isinstance(answer.get("token"), str) and answer["token"] != ""
+              and _fence(answer.get("fence")))
+    if not ok:
+        raise GatewayUnreachable(f"POST {path}: no answer from the gateway: an answer without a token and a fence "
+                                 "is no grant", sent=True)
+    return answer
 
 
 def _give_back(transport: Transport, path: str, body: Dict[str, Any], release: _Release,
@@ -339,8 +362,9 @@ def _give_back(transport: Transport, path: str, body: Dict[str, Any], release: _
     itself; 410: over) or no answer leaves nothing to do. Each call is tried as retry allows, within the
     timeout."""
     with contextlib.suppress(FencegateError):
-        granted = transport.call("POST", path, _give_back_body(body), effect=Effect.IDEMPOTENT, retry=retry).body
-        release_path, release_body = release(granted)
+        grant = granted(path, transport.call("POST", path, _give_back_body(body), effect=Effect.IDEMPOTENT,
+                                             retry=retry).body)
+        release_path, release_body = release(grant)
         transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=retry)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Generic, Iterable, List, Mapping, Optional, TypeVar
 
-from .errors import OutcomeUnknown, ProblemError
+from .errors import GatewayUnreachable, OutcomeUnknown, ProblemError
 from .transport import Answer, Effect, Transport, quote
 
 Row = Dict[str, Any]
@@ -72,7 +72,7 @@ class SyncCalls(Calls[Row]):
         headers = write_headers(holder, minimal)
         try:
             return write_result(self._transport.call(method, path, body, effect=effect, headers=headers, write=True,
-                                                     check=holder.check))
+                                                     check=holder.check), f"{method} {path}")
         except (ProblemError, OutcomeUnknown) as e:
             refused(holder, e)
             raise
@@ -102,11 +102,16 @@ def write_headers(holder: "Holder", minimal: bool) -> Dict[str, str]:
     return headers
 
 
-def write_result(answer: Answer) -> Row:
+def write_result(answer: Answer, op: str = "write") -> Row:
     """What a write answers: the gateway's body, or ``{"applied": True, "minimal": True}`` for its 204 to
-    ``Prefer: return=minimal``."""
+    ``Prefer: return=minimal``. A 2xx that does not say ``"applied": true`` is no answer of the gateway's
+    (something else at its address answered): GatewayUnreachable with ``sent`` true, the write's outcome
+    unknown."""
     if answer.status == 204:
         return {"applied": True, "minimal": True}
+    if answer.body.get("applied") is not True:
+        raise GatewayUnreachable(f"{op}: no answer from the gateway: a {answer.status} that does not say "
+                                 "\"applied\": true", sent=True)
     return answer.body
 
 
