@@ -111,7 +111,9 @@ static void install(struct route *r, const struct cluster_map *map)
                 CLUSTER_SLOTS);
 }
 
-/* Fetches and installs a map; the caller holds fetching. */
+/* Fetches and installs a map; the caller holds fetching. err is the last
+ * node's failure, and is left alone when a node answers after others failed:
+ * a caller may go on with it to the command it routes, whose error it is. */
 static int fetch_locked(struct route *r, route_send_fn *send, void *ctx, struct fg_error *err)
 {
     struct redis_endpoint *candidates =
@@ -119,8 +121,13 @@ static int fetch_locked(struct route *r, route_send_fn *send, void *ctx, struct 
     struct cluster_map *map = malloc(sizeof *map);
     FG_ASSERT(candidates != NULL && map != NULL);
     int n = fetch_candidates(r, candidates), rc = -1;
+    struct fg_error failed = {0};
+    if (n == 0)
+        fg_fail(&failed, FG_ERR_BACKEND_UNAVAILABLE, "redis: no cluster node to ask for the map");
     for (int i = 0; i < n && rc != 0; i++)
-        rc = fetch_from(&candidates[i], send, ctx, map, err);
+        rc = fetch_from(&candidates[i], send, ctx, map, &failed);
+    if (rc != 0 && err != NULL)
+        *err = failed;
     if (rc == 0) {
         install(r, map);
         atomic_store(&r->stale, false);
