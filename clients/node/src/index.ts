@@ -16,5 +16,5 @@
 export * from "./client.js";
 export * from "./errors.js";
 export { Lease, LeaseOptions, LockSet, LockSetMember, MAX_GATEWAY_WAIT_MS, RenewResult } from "./lease.js";
-export { ClientOptions, DEFAULT_RETRY, Effect, RetryPolicy, VERSION } from "./transport.js";
+export { ClientOptions, DEFAULT_RETRY, Effect, MAX_TIMEOUT_MS, RetryPolicy, VERSION } from "./transport.js";
 export { BatchOp, CallOptions, PgTable, ReadResult, RedisKeys, WriteResult } from "./writes.js";

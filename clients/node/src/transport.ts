@@ -57,6 +57,9 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, budgetMs: 15000, backof
 export const NO_RETRY: RetryPolicy = { attempts: 1, budgetMs: 0, backoffMs: 0, maxBackoffMs: 0 };
 
 /** Options of a Client; every member is optional. */
+/** The longest timeoutMs: Node's timers hold 2^31-1 ms, and an acquire's timer adds its wait, up to an hour. */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1 - 3_600_000;
+
 export interface ClientOptions {
   /** http://host:port or https://host:port (default $FENCEGATE_URL, else http://127.0.0.1:8480). */
   url?: string;
@@ -66,7 +69,8 @@ export interface ClientOptions {
   caFile?: string;
   /**
    * Milliseconds to connect and to wait for an answer, on top of any wait the call asks for (default 10000);
-   * an acquire without waitMs allows for the gateway's longest default wait, an hour.
+   * an acquire without waitMs allows for the gateway's longest default wait, an hour. At most MAX_TIMEOUT_MS
+   * (about 24 days); a larger one, Infinity included, is refused with a RangeError.
    */
   timeoutMs?: number;
   /** How calls that may be repeated are retried. */
@@ -229,6 +233,11 @@ export class Transport {
     this.hostname = this.base.hostname.replace(/^\[(.*)\]$/, "$1");
     this.key = options.apiKey ?? process.env.FENCEGATE_KEY ?? "";
     this.timeoutMs = options.timeoutMs ?? 10000;
+    if (!(this.timeoutMs > 0 && this.timeoutMs <= MAX_TIMEOUT_MS)) {
+      // Node fires a timer of more than 2^31-1 ms (Infinity included) after 1 ms: every call would be cut.
+      throw new RangeError(`timeoutMs must be a number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, ` +
+        `not ${this.timeoutMs}`);
+    }
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     const caFile = options.caFile || process.env.FENCEGATE_CACERT;
     // No cap on the pool's sockets: each held lease parks one in a watch's long poll (25 s), a waiting
@@ -390,7 +399,8 @@ export class Transport {
       };
       call.signal?.addEventListener("abort", onAbort, { once: true });
       const timeoutMs = (call.timeoutMs ?? this.timeoutMs) + (call.waitMs ?? 0);
-      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)),
+        Math.min(timeoutMs, 2 ** 31 - 1));
       if (call.background) timer.unref();
       if (call.signal?.aborted) onAbort();
       req.end(data);

@@ -17,9 +17,9 @@ import { join } from "node:path";
 import { TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { BackendUnavailableError, Client, ForbiddenError, InvalidNameError, LeaseLostError, OutcomeUnknownError,
-  PROBLEM_CLASSES, ProblemError, RedirectError, StaleFenceError, UnreachableError, WriteResult, problemError }
-  from "../src/index.js";
+import { BackendUnavailableError, Client, ForbiddenError, InvalidNameError, LeaseLostError, MAX_TIMEOUT_MS,
+  OutcomeUnknownError, PROBLEM_CLASSES, ProblemError, RedirectError, StaleFenceError, UnreachableError, WriteResult,
+  problemError } from "../src/index.js";
 import { parseJson, stringifyJson } from "../src/json.js";
 
 // The compiled test runs from dist/test/ (or from where FG_CODES_JSON says the table is).
@@ -613,6 +613,17 @@ test("the error for a malformed URL shows it without user:password@", () => {
     });
   }
   assert.throws(() => new Client({ url: "ftp://alice:s3cret@gw:8480/x" }), /not ftp:\/\/\*\*\*@gw:8480\/x$/);
+});
+
+test("a timeoutMs past what Node's timers hold is refused, not cut every call at once", () => {
+  // Broken variant caught: timeoutMs Infinity (meant as "no timeout") or 30 days was taken, and Node fired
+  // the timer of every call after 1 ms, so each call failed "no answer within Infinity ms".
+  for (const timeoutMs of [Infinity, 30 * 86_400_000, MAX_TIMEOUT_MS + 1, 0, -1, NaN]) {
+    assert.throws(() => new Client({ url: "http://127.0.0.1:1", timeoutMs }),
+      (e: Error) => e instanceof RangeError && e.message.includes("timeoutMs"), String(timeoutMs));
+  }
+  assert.equal(new Client({ url: "http://127.0.0.1:1", timeoutMs: MAX_TIMEOUT_MS }).transport.timeoutMs,
+    MAX_TIMEOUT_MS);
 });
 
 test("an owner beyond ASCII goes out as the UTF-8 bytes of its Fence-Owner header", async (t) => {
