@@ -662,7 +662,9 @@ int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error 
 {
     config_defaults(cfg);
     const char *path = getenv_fn("FENCEGATE_CONFIG");
-    if (path != NULL && path[0] != '\0') {
+    if (path != NULL && path[0] == '\0') /* like every FENCEGATE_*: unset means none, not "" */
+        return fg_fail(err, FG_ERR_CONFIG, "FENCEGATE_CONFIG: must not be empty");
+    if (path != NULL) {
         json_t *root = fgjson_load_file(path, "FENCEGATE_CONFIG", err);
         if (root == NULL)
             return -1;

@@ -339,6 +339,8 @@ static void bad_environment_is_named(void **state)
     static const char *const missing[] = {"FENCEGATE_CONFIG", "/nonexistent/fencegate.json", NULL};
     /* was read as "no keys file", leaving out the keys of the one auth.keys_file names */
     static const char *const no_keys_file[] = {"FENCEGATE_AUTH_KEYS_FILE", "", NULL};
+    /* was read as "no config file", starting on defaults alone */
+    static const char *const no_config[] = {"FENCEGATE_CONFIG", "", NULL};
     static const struct {
         const char *const *env;
         const char *needle;
@@ -347,7 +349,8 @@ static void bad_environment_is_named(void **state)
                  {url, "redis_url"},
                  {secret, "secret"},
                  {missing, "/nonexistent/fencegate.json"},
-                 {no_keys_file, "FENCEGATE_AUTH_KEYS_FILE: must not be empty"}};
+                 {no_keys_file, "FENCEGATE_AUTH_KEYS_FILE: must not be empty"},
+                 {no_config, "FENCEGATE_CONFIG: must not be empty"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct config cfg;
         struct fg_error err;
