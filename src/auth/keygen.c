@@ -16,10 +16,12 @@
 
 static const char keygen_usage[] =
     "usage: fencegate keys new --id ID --scope SCOPE [--scope SCOPE ...]\n"
+    "       fencegate keys [new] (-h | --help)\n"
     "Prints a fresh API key once, and the entry to add to auth.keys (or to the\n"
     "auth.keys_file) holding only its SHA-256. Scopes: lock:<pattern>,\n"
     "semaphore:<pattern>, pg:<table>:read|write, redis:<pattern>:read|write,\n"
-    "audit:read, metrics, admin ('*' matches any run of characters).\n";
+    "audit:read, metrics, admin ('*' matches any run of characters); each scope\n"
+    "once, one --id.\n";
 
 /* Prints a complaint about the command line; returns -1. */
 static int complain(FILE *errs, const char *what, const char *why)
@@ -28,23 +30,42 @@ static int complain(FILE *errs, const char *what, const char *why)
     return -1;
 }
 
-/* Reads --id and --scope options from argv[2..]; returns 0 or prints why not. */
+/* True if scopes already holds scope. */
+static bool scope_listed(const json_t *scopes, const char *scope)
+{
+    for (size_t i = 0; i < json_array_size(scopes); i++)
+        if (strcmp(json_string_value(json_array_get(scopes, i)), scope) == 0)
+            return true;
+    return false;
+}
+
+/* Reads --id and --scope options from argv[2..]; returns 0 or prints why not.
+ * A second --id, or a scope given twice, is refused: the entry would not say
+ * what the operator meant (which id), or would list a scope twice. */
 static int keygen_args(int argc, char **argv, const char **id, json_t *scopes, FILE *errs)
 {
     struct fg_error err = {0};
     for (int i = 2; i < argc; i++) {
-        bool has_value = i + 1 < argc;
-        if (strcmp(argv[i], "--id") == 0 && has_value) {
-            *id = argv[++i];
-            if (api_key_id_check(*id, &err) != 0)
-                return complain(errs, "--id", err.msg);
-        } else if (strcmp(argv[i], "--scope") == 0 && has_value) {
-            const char *scope = argv[++i];
-            if (scope_check(scope, &err) != 0)
-                return complain(errs, "--scope", err.msg);
-            json_array_append_new(scopes, json_string(scope));
-        } else {
+        bool option = strcmp(argv[i], "--id") == 0 || strcmp(argv[i], "--scope") == 0;
+        if (!option)
             return complain(errs, argv[i], "unexpected argument");
+        if (i + 1 == argc)
+            return complain(errs, argv[i], "needs a value");
+        const char *value = argv[++i];
+        if (strcmp(argv[i - 1], "--id") == 0) {
+            if (*id != NULL)
+                return complain(errs, "--id", "given twice (one key has one id)");
+            if (api_key_id_check(value, &err) != 0)
+                return complain(errs, "--id", err.msg);
+            *id = value;
+        } else {
+            if (scope_check(value, &err) != 0)
+                return complain(errs, "--scope", err.msg);
+            if (scope_listed(scopes, value)) {
+                fprintf(errs, "fencegate keys: --scope: '%s' given twice\n%s", value, keygen_usage);
+                return -1;
+            }
+            json_array_append_new(scopes, json_string(value));
         }
     }
     if (*id == NULL || json_array_size(scopes) == 0)
@@ -54,9 +75,16 @@ static int keygen_args(int argc, char **argv, const char **id, json_t *scopes, F
 
 int keygen_main(int argc, char **argv, FILE *out, FILE *errs)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(keygen_usage, out);
+            return 0;
+        }
     if (argc < 2 || strcmp(argv[1], "new") != 0) {
-        fputs(keygen_usage, argc >= 2 && strcmp(argv[1], "--help") == 0 ? out : errs);
-        return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+        if (argc >= 2)
+            fprintf(errs, "fencegate keys: %s: unknown command (only 'new')\n", argv[1]);
+        fputs(keygen_usage, errs);
+        return 2;
     }
     const char *id = NULL;
     json_t *scopes = json_array();
