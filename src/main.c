@@ -411,12 +411,36 @@ static bool stop_backend_threads(long long request_timeout_ms)
     return false;
 }
 
+/* Checks that cfg configures table with a fence_column, before `fence-column
+ * TABLE` migrates or alters anything: a table it would refuse leaves the
+ * database as it was, and needs no Postgres to be told so. */
+static int fence_column_check(const struct config *cfg, const char *table, struct fg_error *err)
+{
+    const struct table_config *t = config_table(cfg, table);
+    if (t == NULL)
+        return fg_fail(err, FG_ERR_CONFIG, "table '%s' is not under tables of the config", table);
+    if (t->fence_column == NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.fence_column' is not set: name the column first",
+                       table);
+    return 0;
+}
+
+/* Complains about the command line (what is wrong with which argument) and
+ * the usage on stderr; returns the exit status of a bad command line. */
+static int usage_error(const char *what, const char *why)
+{
+    fprintf(stderr, "fencegate: %s: %s\n%s", what, why, usage);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "keys") == 0)
         return keygen_main(argc - 1, argv + 1, stdout, stderr);
     bool migrate_only = false, list_dead = false;
     const char *move_table = NULL; /* fence-column TABLE */
+    const char *command = NULL;    /* the one command given, if any */
     procstat_init();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -427,23 +451,27 @@ int main(int argc, char **argv)
             printf("fencegate %s\n", FG_VERSION);
             return 0;
         }
+    }
+    for (int i = 1; i < argc; i++) {
+        bool known = strcmp(argv[i], "audit-dead-letters") == 0 ||
+                     strcmp(argv[i], "fence-column") == 0 || strcmp(argv[i], "migrate") == 0;
+        if (!known)
+            return usage_error(argv[i], strcmp(argv[i], "keys") == 0
+                                            ? "keys must come first (fencegate keys new ...)"
+                                            : "unknown argument");
+        if (command != NULL) /* one command per run: none of them is done half */
+            return usage_error(argv[i], strcmp(argv[i], command) == 0 ? "given twice"
+                                                                      : "one command at a time");
+        command = argv[i];
         if (strcmp(argv[i], "audit-dead-letters") == 0) {
             list_dead = true;
-            continue;
-        }
-        if (strcmp(argv[i], "fence-column") == 0) {
-            if (i + 1 == argc) {
-                fprintf(stderr, "fencegate: fence-column needs a TABLE\n%s", usage);
-                return 2;
-            }
+        } else if (strcmp(argv[i], "migrate") == 0) {
+            migrate_only = true;
+        } else {
+            if (i + 1 == argc || argv[i + 1][0] == '\0')
+                return usage_error("fence-column needs a TABLE", "none given, or empty");
             move_table = argv[++i];
-            continue;
         }
-        if (strcmp(argv[i], "migrate") != 0) {
-            fprintf(stderr, "fencegate: unknown argument '%s'\n%s", argv[i], usage);
-            return 2;
-        }
-        migrate_only = true;
     }
     static struct config cfg; /* static: what threads left behind at exit use stays reachable */
     struct fg_error err = {0};
@@ -459,7 +487,7 @@ int main(int argc, char **argv)
     auth_take(&cfg, serving);
     struct tls_identity *tls = NULL;
     if (serving && tls_load(&cfg, &tls, &err) != 0) {
-        fprintf(stderr, "fencegate: configuration: %s\n", err.msg);
+        log_startup_failure(&err);
         auth_shutdown();
         config_free(&cfg);
         return 2;
@@ -481,7 +509,8 @@ int main(int argc, char **argv)
     }
     if (move_table != NULL) {
         long moved = 0;
-        status = pg_init(&cfg, &err) == 0 && migrate_when_ready(&err) == 0 &&
+        status = fence_column_check(&cfg, move_table, &err) == 0 && pg_init(&cfg, &err) == 0 &&
+                         migrate_when_ready(&err) == 0 &&
                          fenced_pg_move_fences(&cfg, move_table, &moved, &err) == 0
                      ? 0
                      : 1;
