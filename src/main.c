@@ -20,6 +20,7 @@
  * they get a second to finish a backend call, else are left behind unjoined
  * and the backends are not closed, so a stalled backend does not hold the exit.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,17 @@ static int fence_column_check(const struct config *cfg, const char *table, struc
     return 0;
 }
 
+/* Flushes standard output: returns exit status 0 if everything printed there
+ * was written, else complains on stderr and returns 1 (a full disk, a closed
+ * pipe: what the command printed is lost, so it did not succeed). */
+static int stdout_done(void)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    fprintf(stderr, "fencegate: cannot write to standard output: %s\n", strerror(errno));
+    return 1;
+}
+
 /* Complains about the command line (what is wrong with which argument) and
  * the usage on stderr; returns the exit status of a bad command line. */
 static int usage_error(const char *what, const char *why)
@@ -445,11 +457,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
-            return 0;
+            return stdout_done();
         }
         if (strcmp(argv[i], "--version") == 0) {
             printf("fencegate %s\n", FG_VERSION);
-            return 0;
+            return stdout_done();
         }
     }
     for (int i = 1; i < argc; i++) {
@@ -523,7 +535,9 @@ int main(int argc, char **argv)
         goto out;
     status = 0;
 out:
-    if (status != 0)
+    if (status == 0 && (list_dead || move_table != NULL) && stdout_done() != 0)
+        status = 1; /* err stays empty: stdout_done said why */
+    else if (status != 0)
         log_startup_failure(&err);
     if (stop_backend_threads(cfg.request_timeout_ms)) {
         redis_shutdown();

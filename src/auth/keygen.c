@@ -6,6 +6,7 @@
  */
 #include "auth/keygen.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,11 @@ int keygen_main(int argc, char **argv, FILE *out, FILE *errs)
             key, text);
     free(text);
     json_decref(entry);
+    if (fflush(out) != 0 || ferror(out)) { /* the one copy of the key is lost: no success */
+        fprintf(errs, "fencegate keys: cannot write the key to standard output: %s\n",
+                strerror(errno));
+        goto out;
+    }
     status = 0;
 out:
     json_decref(scopes);

@@ -18,12 +18,13 @@ Owns: main.c's reading of the command line and its start-up refusals. Must not: 
 
 import json
 import os
+import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import free_port, run_fencegate  # noqa: E402
+from harness import env, free_port, run_fencegate  # noqa: E402
 
 # A Postgres and a Redis that are not there: a command that reached for them would wait, then exit 1.
 NO_BACKENDS = {"FENCEGATE_PG_DSN": "postgresql://fencegate@127.0.0.1:1/fencegate?connect_timeout=1",
@@ -75,6 +76,14 @@ class CommandLineTest(unittest.TestCase):
         r = run_fencegate(["migrate", "--version"], env_overrides=NO_BACKENDS, timeout=15)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"^fencegate \d+\.\d+\.\d+\n$")
+
+    def test_output_not_written_is_no_success(self):
+        """--version or --help to a full disk exited 0, having printed nothing."""
+        for args in (["--version"], ["--help"]):
+            with open("/dev/full", "w") as full:
+                r = subprocess.run([env("FG_BIN"), *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=15)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertIn("fencegate: cannot write to standard output", r.stderr)
 
 
 class FenceColumnCheckTest(unittest.TestCase):

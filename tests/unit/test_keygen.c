@@ -107,12 +107,30 @@ static void help_is_not_an_error(void **state)
     }
 }
 
+/* A key that could not be written (a full disk) is lost: no success. Exited 0
+ * before, the one copy of the key gone. */
+static void unwritten_key_fails(void **state)
+{
+    (void)state;
+    FILE *full = fopen("/dev/full", "w"), *errs = tmpfile();
+    assert_non_null(full);
+    assert_non_null(errs);
+    char *argv[] = {(char *)"keys",  (char *)"new", (char *)"--id", (char *)"a", (char *)"--scope",
+                    (char *)"admin", NULL};
+    assert_int_equal(keygen_main(6, argv, full, errs), 1);
+    fclose(full);
+    char text[512];
+    slurp(errs, text, sizeof text);
+    assert_non_null(strstr(text, "fencegate keys: cannot write the key to standard output"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(makes_a_key_and_its_entry),
         cmocka_unit_test(refusals_name_the_argument),
         cmocka_unit_test(help_is_not_an_error),
+        cmocka_unit_test(unwritten_key_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
