@@ -412,21 +412,6 @@ static bool stop_backend_threads(long long request_timeout_ms)
     return false;
 }
 
-/* Checks that cfg configures table with a fence_column, before `fence-column
- * TABLE` migrates or alters anything: a table it would refuse leaves the
- * database as it was, and needs no Postgres to be told so. */
-static int fence_column_check(const struct config *cfg, const char *table, struct fg_error *err)
-{
-    const struct table_config *t = config_table(cfg, table);
-    if (t == NULL)
-        return fg_fail(err, FG_ERR_CONFIG, "table '%s' is not under tables of the config", table);
-    if (t->fence_column == NULL)
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s.fence_column' is not set: name the column first",
-                       table);
-    return 0;
-}
-
 /* Flushes standard output: returns exit status 0 if everything printed there
  * was written, else complains on stderr and returns 1 (a full disk, a closed
  * pipe: what the command printed is lost, so it did not succeed). */
@@ -521,8 +506,9 @@ int main(int argc, char **argv)
     }
     if (move_table != NULL) {
         long moved = 0;
-        status = fence_column_check(&cfg, move_table, &err) == 0 && pg_init(&cfg, &err) == 0 &&
-                         migrate_when_ready(&err) == 0 &&
+        size_t table = 0; /* checked before any migration: a refused table changes nothing */
+        status = fenced_pg_movable(&cfg, move_table, &table, &err) == 0 &&
+                         pg_init(&cfg, &err) == 0 && migrate_when_ready(&err) == 0 &&
                          fenced_pg_move_fences(&cfg, move_table, &moved, &err) == 0
                      ? 0
                      : 1;

@@ -216,8 +216,8 @@ static int add_fence_column(const struct table_config *t, struct fg_error *err)
     return rc;
 }
 
-int fenced_pg_move_fences(const struct config *cfg, const char *table, long *moved,
-                          struct fg_error *err)
+int fenced_pg_movable(const struct config *cfg, const char *table, size_t *index,
+                      struct fg_error *err)
 {
     size_t i = 0;
     while (i < cfg->ntables && strcmp(cfg->tables[i].name, table) != 0)
@@ -228,6 +228,16 @@ int fenced_pg_move_fences(const struct config *cfg, const char *table, long *mov
         return fg_fail(err, FG_ERR_CONFIG,
                        "config key 'tables.%s.fence_column' is not set: name the column first",
                        table);
+    *index = i;
+    return 0;
+}
+
+int fenced_pg_move_fences(const struct config *cfg, const char *table, long *moved,
+                          struct fg_error *err)
+{
+    size_t i = 0;
+    if (fenced_pg_movable(cfg, table, &i, err) != 0)
+        return -1;
     if (add_fence_column(&cfg->tables[i], err) != 0 || fenced_pg_init(cfg, err) != 0)
         return -1;
     char *sql = fenced_sql_adopt_fences(&fpg.schemas[i]);

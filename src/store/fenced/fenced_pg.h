@@ -27,6 +27,12 @@
  */
 int fenced_pg_init(const struct config *cfg, struct fg_error *err) FG_WUR;
 
+/* Whether `fence-column TABLE` may move table's fences: cfg configures it with
+ * a fence_column. Its index in cfg->tables, or -1 with FG_ERR_CONFIG naming
+ * what is missing; touches no backend. */
+int fenced_pg_movable(const struct config *cfg, const char *table, size_t *index,
+                      struct fg_error *err) FG_WUR;
+
 /*
  * `fencegate fence-column TABLE`: gives table t of cfg (one with a
  * fence_column) that column, a bigint, if it has none yet, then reads the
